@@ -1,0 +1,27 @@
+-- Fixed window: a counter per window. Windows are aligned to the epoch, so every key resets at
+-- the same moment.
+--
+-- State "<window_index> <count>"; a stored index other than the current one means an old window.
+ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
+  local absolute = now + EPOCH_MS
+  local index = math.floor(absolute / window)
+  local ends_in = (index + 1) * window - absolute
+  local used = 0
+  local state = redis.call('GET', key)
+  if state then
+    local stored, count = string.match(state, '^(%d+) (%d+)$')
+    -- A later index only appears if the clock stepped back; counting it errs on the safe side.
+    if tonumber(stored) >= index then used = tonumber(count) end
+  end
+  if used + cost <= limit then
+    if apply then
+      used = used + cost
+      redis.call('SET', key, string.format('%d %d', index, used), 'PX', ends_in)
+    end
+    if used == 0 then return 1, limit, 0, 0 end
+    return 1, limit - used, ends_in, 0
+  end
+  local retry = -1
+  if cost <= limit then retry = ends_in end
+  return 0, math.max(0, limit - used), ends_in, retry
+end

@@ -1,0 +1,11 @@
+-- Shared by every script: the epoch and the table the algorithm files register into.
+
+-- Times in scripts are milliseconds since 2024-01-01T00:00:00Z, so stored numbers stay short
+-- and every sum stays an exact integer in Lua's doubles. The offset is a whole number of days,
+-- so windows that divide a day still align with the Unix epoch.
+local EPOCH_MS = 1704067200000
+
+-- algorithm name -> function(key, limit, window, cost, now, apply)
+--   returns allowed (1|0), remaining, reset_ms (until full again), retry_ms (0 if allowed, -1 never)
+--   and writes the new state only when apply is true and the request is allowed.
+local ALGORITHMS = {}

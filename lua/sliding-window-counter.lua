@@ -1,0 +1,56 @@
+-- Sliding window counter: the counts of the current and the previous fixed window, the previous
+-- one weighted by how much of it the sliding window still overlaps.
+--
+-- State "<window_index> <current> <previous>". Weighted counts are kept multiplied by `window`
+-- so that the comparison is exact in integers.
+ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, apply)
+  local absolute = now + EPOCH_MS
+  local index = math.floor(absolute / window)
+  local elapsed = absolute - index * window
+  local current, previous = 0, 0
+  local state = redis.call('GET', key)
+  if state then
+    local stored, c, p = string.match(state, '^(%d+) (%d+) (%d+)$')
+    stored = tonumber(stored)
+    -- A later index only appears if the clock stepped back; counting it errs on the safe side.
+    if stored >= index then
+      current, previous = tonumber(c), tonumber(p)
+    elseif stored == index - 1 then
+      previous = tonumber(c)
+    end
+  end
+  local capacity = limit * window
+  local need = cost * window
+  local used = previous * (window - elapsed) + current * window
+  local allowed = 0
+  if used + need <= capacity then
+    allowed = 1
+    if apply then
+      current = current + cost
+      used = used + need
+    end
+  end
+  -- Full again once the previous window has slid out, and the current one too if it counts.
+  local reset = 0
+  if current > 0 then
+    reset = 2 * window - elapsed
+  elseif previous > 0 then
+    reset = window - elapsed
+  end
+  local remaining = math.max(0, math.floor((capacity - used) / window))
+  if allowed == 1 then
+    if apply then
+      redis.call('SET', key, string.format('%d %d %d', index, current, previous), 'PX', reset)
+    end
+    return 1, remaining, reset, 0
+  end
+  if cost > limit then return 0, remaining, reset, -1 end
+  if current + cost <= limit then
+    -- Admitted later in this window, once enough of the previous one has slid out.
+    local slide = math.floor((limit - current - cost) * window / previous)
+    return 0, remaining, reset, window - slide - elapsed
+  end
+  -- Admitted in the next window, where this window's count becomes the previous one.
+  local slide = math.floor((limit - cost) * window / current)
+  return 0, remaining, reset, window - elapsed + math.max(0, window - slide)
+end

@@ -1,0 +1,37 @@
+-- Sliding window log: a sorted set of the admitted requests' times. Exact, at a memory cost of
+-- one entry per admitted unit of cost.
+--
+-- Scores are times; members are "<time>:<sequence>" so that requests sharing a millisecond stay
+-- distinct. Only admitted requests are recorded.
+ALGORITHMS['sliding-window-log'] = function(key, limit, window, cost, now, apply)
+  -- Dropping expired entries changes no decision, so it is safe even when nothing is consumed.
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local used = redis.call('ZCARD', key)
+  if used + cost <= limit then
+    if apply then
+      -- ZADD in batches: unpack() is bounded by Lua's stack.
+      local batch = {}
+      for i = 1, cost do
+        batch[#batch + 1] = now
+        batch[#batch + 1] = string.format('%d:%d', now, used + i)
+        if #batch == 1000 or i == cost then
+          redis.call('ZADD', key, unpack(batch))
+          batch = {}
+        end
+      end
+      redis.call('PEXPIRE', key, window)
+      return 1, math.max(0, limit - used - cost), window, 0
+    end
+  end
+  local reset = 0
+  if used > 0 then
+    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    reset = tonumber(newest[2]) + window - now
+  end
+  local remaining = math.max(0, limit - used)
+  if used + cost <= limit then return 1, remaining, reset, 0 end
+  if cost > limit then return 0, remaining, reset, -1 end
+  -- Admitted once the oldest (used + cost - limit) entries have left the window.
+  local blocking = redis.call('ZRANGE', key, used + cost - limit - 1, used + cost - limit - 1, 'WITHSCORES')
+  return 0, remaining, reset, tonumber(blocking[2]) + window - now
+end

@@ -1,0 +1,60 @@
+// Compiles lua/*.lua into src/scripts.generated.ts, so nothing reads .lua files at runtime.
+// With --check it only verifies that the committed module is current, and fails if it is stale.
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '../../..');
+const lua = (name) => readFileSync(join(root, 'lua', `${name}.lua`), 'utf8');
+const target = join(root, 'packages/core/src/scripts.generated.ts');
+
+// Keep in step with ALGORITHMS in src/types.ts.
+const algorithms = [
+  'token-bucket',
+  'gcra',
+  'fixed-window',
+  'sliding-window-counter',
+  'sliding-window-log',
+];
+
+const prelude = lua('prelude');
+const evaluate = lua('evaluate');
+const epoch = /local EPOCH_MS = (\d+)/.exec(prelude)?.[1];
+if (!epoch) throw new Error('lua/prelude.lua must define EPOCH_MS');
+
+// One script per algorithm keeps each as small as it can be; `mixed` serves tiers whose
+// policies use different algorithms.
+const compose = (names) => [prelude, ...names.map(lua), evaluate].join('\n');
+const entries = [
+  ...algorithms.map((name) => [name, compose([name])]),
+  ['mixed', compose(algorithms)],
+];
+
+let out = '// Generated from lua/*.lua by packages/core/scripts/generate-lua.mjs. Do not edit.\n\n';
+out += "/** The scripts' epoch: their times are milliseconds since this Unix time. */\n";
+out += `export const EPOCH_MS = ${epoch};\n\n`;
+out += 'export interface LuaScript {\n  readonly source: string;\n  readonly sha1: string;\n}\n\n';
+out += `export type ScriptName = ${entries.map(([name]) => `'${name}'`).join(' | ')};\n\n`;
+out += 'export const scripts: Readonly<Record<ScriptName, LuaScript>> = {\n';
+for (const [name, source] of entries) {
+  const sha1 = createHash('sha1').update(source).digest('hex');
+  out += `  '${name}': {\n    sha1: '${sha1}',\n    source: ${JSON.stringify(source)},\n  },\n`;
+}
+out += '};\n';
+
+if (process.argv.includes('--check')) {
+  let current = '';
+  try {
+    current = readFileSync(target, 'utf8');
+  } catch {}
+  if (current !== out) {
+    console.error(
+      'src/scripts.generated.ts is stale: run `pnpm lua:generate` and commit the result.',
+    );
+    process.exit(1);
+  }
+  console.log('src/scripts.generated.ts matches lua/*.lua');
+} else {
+  writeFileSync(target, out);
+}
