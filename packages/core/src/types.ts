@@ -1,0 +1,109 @@
+// Public types of @sentinel/core. Internal configuration types stay in the modules that use them.
+
+/** The algorithms Sentinel runs, each atomically in one Redis script call and in memory. */
+export const ALGORITHMS = [
+  'token-bucket',
+  'gcra',
+  'fixed-window',
+  'sliding-window-counter',
+  'sliding-window-log',
+] as const;
+
+export type Algorithm = (typeof ALGORITHMS)[number];
+
+/** A window: milliseconds, or a string such as `'500ms'`, `'10s'`, `'1m'`, `'1h'` or `'1d'`. */
+export type Window = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
+
+export interface PolicyOptions {
+  /**
+   * Names the policy in headers and in its Redis key. Letters, digits, `_`, `-` and `.`.
+   * @default `<limit>-per-<window>`, prefixed with the tier's name in lower case
+   */
+  name?: string;
+  /** Requests (units of cost) admitted per window: a positive integer. */
+  limit: number;
+  /** @example '1m' */
+  window: Window;
+  /** @default 'token-bucket' */
+  algorithm?: Algorithm;
+}
+
+/** A tier is one policy or several; a request must satisfy all of them. */
+export type TierOptions = PolicyOptions | readonly PolicyOptions[];
+
+/** What to do when the store fails or is out of reach. */
+export type StoreErrorMode = 'allow' | 'deny' | 'local';
+
+/** One policy's part of a decision. */
+export interface PolicyDecision {
+  policy: string;
+  algorithm: Algorithm;
+  allowed: boolean;
+  limit: number;
+  windowMs: number;
+  /** Units of cost that would still be admitted now. */
+  remaining: number;
+  /** Milliseconds until this policy is back at its full limit. */
+  resetMs: number;
+  /** Milliseconds until a request of this cost would be admitted: 0 if admitted, `Infinity` if its cost exceeds the limit. */
+  retryAfterMs: number;
+}
+
+export interface Decision {
+  allowed: boolean;
+  /** The most restrictive policy's limit, remaining and reset. */
+  limit: number;
+  remaining: number;
+  resetMs: number;
+  /** 0 when admitted; otherwise the wait until every policy admits a request of this cost. */
+  retryAfterMs: number;
+  /** The most restrictive policy: the one that blocks longest, or the one with the least left. */
+  policy: string;
+  policies: PolicyDecision[];
+  tier?: string;
+  /** Set when the store failed and the decision followed `onStoreError` instead. */
+  degraded?: StoreErrorMode;
+}
+
+export interface ConsumeOptions {
+  /** Units this request costs: a positive integer. @default 1 */
+  cost?: number;
+  /** Selects the tier's policies. @default the limiter's `defaultTier` */
+  tier?: string;
+}
+
+/** One evaluation, as the limiter hands it to a store. */
+export interface StoreRequest {
+  /** One key per policy, all under the identity's hash tag. */
+  keys: readonly string[];
+  policies: readonly ResolvedPolicy[];
+  /** Which Lua script serves these policies. */
+  script: 'mixed' | Algorithm;
+  /** The policies as script arguments: algorithm, limit, window for each. */
+  args: readonly string[];
+  cost: number;
+  /** false to look without consuming. */
+  apply: boolean;
+  /** Unix milliseconds from the limiter's clock; undefined means the store's own clock. */
+  now: number | undefined;
+}
+
+/**
+ * A store's reply, the same shape the Lua script returns: `[allowed, then per policy allowed,
+ * remaining, resetMs, retryAfterMs]`, with -1 for a retry that can never succeed.
+ */
+export type StoreReply = readonly number[];
+
+export interface Store {
+  evaluate(request: StoreRequest): StoreReply | Promise<StoreReply>;
+  reset(keys: readonly string[]): void | Promise<void>;
+  close(): void | Promise<void>;
+}
+
+/** A policy after validation, as stores see it. */
+export interface ResolvedPolicy {
+  readonly name: string;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly algorithm: Algorithm;
+}
