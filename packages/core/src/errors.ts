@@ -1,0 +1,21 @@
+// Errors Sentinel reports through `onError`. Each carries a stable `code` to branch on.
+
+export type SentinelErrorCode =
+  /** The store did not answer within the deadline. */
+  | 'STORE_TIMEOUT'
+  /** The store's connection is down or was never made. */
+  | 'STORE_UNAVAILABLE'
+  /** The store answered with an error. */
+  | 'STORE_FAILED'
+  /** A request named a tier the limiter was not given. */
+  | 'UNKNOWN_TIER';
+
+export class SentinelError extends Error {
+  override readonly name = 'SentinelError';
+  readonly code: SentinelErrorCode;
+
+  constructor(code: SentinelErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}

@@ -1,0 +1,224 @@
+// The Redis store: one script call per decision, under a deadline that tells down from busy.
+import { SentinelError } from './errors.ts';
+import { evaluateScript, type ScriptClient } from './script-evaluator.ts';
+import { scripts } from './scripts.generated.ts';
+import type { Store, StoreReply, StoreRequest } from './types.ts';
+
+/** What the store uses of a client: an ioredis `Redis` or `Cluster`, version 5 or 6. */
+export interface RedisClient extends ScriptClient {
+  readonly status: string;
+  del(...keys: string[]): Promise<number>;
+  connect(): Promise<void>;
+  on(event: 'ready', listener: () => void): unknown;
+  removeListener(event: 'ready', listener: () => void): unknown;
+}
+
+export interface RedisStoreOptions {
+  client: RedisClient;
+  /**
+   * Milliseconds a call may wait on a Redis that has gone silent. A Redis that keeps answering
+   * other calls is busy, not down, and its callers keep waiting for their turn.
+   * @default 50
+   */
+  timeout?: number;
+  /**
+   * Milliseconds calls may wait for the client's first connection, so that a burst at start-up
+   * is counted rather than waved through. Once connected, a lost connection fails calls at once.
+   * @default 500
+   */
+  connectTimeout?: number;
+}
+
+interface Pending {
+  /** When the command went to the client; NaN while it waits for the first connection. */
+  sentAt: number;
+  readonly calledAt: number;
+  settled: boolean;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: SentinelError) => void;
+}
+
+/** Client states before its first `ready`: calls wait for the connection instead of failing. */
+const FIRST_CONNECT = new Set(['wait', 'connecting', 'connect']);
+
+function positiveInteger(value: unknown, option: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new TypeError(
+      `@sentinel/core: \`${option}\` must be a positive integer of milliseconds, got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+export class RedisStore implements Store {
+  readonly #client: RedisClient;
+  readonly #timeout: number;
+  readonly #connectTimeout: number;
+  /** Calls in flight, oldest first; settled ones are dropped from the front as the timer passes. */
+  #pending: Pending[] = [];
+  /** Sends held until the first connection is ready. */
+  #held: Array<(now: number) => void> = [];
+  #everReady: boolean;
+  #lastReplyAt = 0;
+  #timer: NodeJS.Timeout | undefined;
+  readonly #onReady = (): void => {
+    this.#everReady = true;
+    const held = this.#held;
+    this.#held = [];
+    const now = Date.now();
+    for (const send of held) send(now);
+  };
+
+  constructor({ client, timeout = 50, connectTimeout = 500 }: RedisStoreOptions) {
+    if (
+      typeof client?.evalsha !== 'function' ||
+      typeof client.eval !== 'function' ||
+      typeof client.on !== 'function'
+    ) {
+      throw new TypeError('@sentinel/core: `client` must be an ioredis Redis or Cluster client');
+    }
+    this.#client = client;
+    this.#timeout = positiveInteger(timeout, 'timeout');
+    this.#connectTimeout = positiveInteger(connectTimeout, 'connectTimeout');
+    this.#everReady = client.status === 'ready';
+    client.on('ready', this.#onReady);
+  }
+
+  evaluate(request: StoreRequest): Promise<StoreReply> {
+    const { keys, now, cost, apply, args, script } = request;
+    const keysAndArgs = [
+      ...keys,
+      now === undefined ? '' : String(now),
+      String(cost),
+      apply ? '1' : '0',
+      ...args,
+    ];
+    return this.#call(() =>
+      evaluateScript(this.#client, scripts[script], keys.length, keysAndArgs),
+    ) as Promise<StoreReply>;
+  }
+
+  async reset(keys: readonly string[]): Promise<void> {
+    await this.#call(() => this.#client.del(...keys));
+  }
+
+  /** Stops the deadline timer and fails calls still in flight. The client stays open: it is yours. */
+  close(): void {
+    this.#client.removeListener('ready', this.#onReady);
+    this.#stopTimer();
+    const closed = new SentinelError('STORE_UNAVAILABLE', 'The Redis store was closed');
+    for (const pending of this.#pending) this.#fail(pending, closed);
+    this.#pending = [];
+    this.#held = [];
+  }
+
+  #call(command: () => Promise<unknown>): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const now = Date.now();
+      const pending: Pending = {
+        sentAt: Number.NaN,
+        calledAt: now,
+        settled: false,
+        resolve,
+        reject,
+      };
+      const status = this.#client.status;
+      if (status === 'ready') {
+        this.#send(command, pending, now);
+      } else if (!this.#everReady && FIRST_CONNECT.has(status)) {
+        this.#held.push((readyAt) => this.#send(command, pending, readyAt));
+        if (status === 'wait') this.#client.connect().catch(() => {});
+      } else {
+        // The connection was up and is lost: failing now beats queueing a command that may be
+        // replayed later and consume quota nobody is waiting for.
+        reject(new SentinelError('STORE_UNAVAILABLE', `The Redis connection is ${status}`));
+        return;
+      }
+      this.#pending.push(pending);
+      if (this.#timer === undefined) {
+        this.#timer = setInterval(this.#tick, Math.max(5, Math.floor(this.#timeout / 5)));
+        this.#timer.unref();
+      }
+    });
+  }
+
+  #send(command: () => Promise<unknown>, pending: Pending, now: number): void {
+    // A call that already failed its deadline must not reach Redis late and consume quota.
+    if (pending.settled) return;
+    pending.sentAt = now;
+    command().then(
+      (reply) => {
+        this.#lastReplyAt = Date.now();
+        if (pending.settled) return;
+        pending.settled = true;
+        pending.resolve(reply);
+      },
+      (error: unknown) => {
+        // A Redis error reply still proves the server is answering.
+        const replied = error instanceof Error && error.name === 'ReplyError';
+        if (replied) this.#lastReplyAt = Date.now();
+        const message = error instanceof Error ? error.message : String(error);
+        this.#fail(
+          pending,
+          new SentinelError(replied ? 'STORE_FAILED' : 'STORE_UNAVAILABLE', message, {
+            cause: error,
+          }),
+        );
+      },
+    );
+  }
+
+  #fail(pending: Pending, error: SentinelError): void {
+    if (pending.settled) return;
+    pending.settled = true;
+    pending.reject(error);
+  }
+
+  // Deadlines are checked after the event loop has read pending replies, so a process that was
+  // busy itself does not blame Redis for replies it had not yet read.
+  readonly #tick = (): void => {
+    setImmediate(this.#expire);
+  };
+
+  readonly #expire = (): void => {
+    const now = Date.now();
+    const silent = now - this.#lastReplyAt >= this.#timeout;
+    const pending = this.#pending;
+    let done = 0;
+    for (const call of pending) {
+      if (call.settled) {
+        done++;
+        continue;
+      }
+      if (Number.isNaN(call.sentAt)) {
+        if (now - call.calledAt < this.#connectTimeout) break;
+        this.#fail(
+          call,
+          new SentinelError(
+            'STORE_UNAVAILABLE',
+            `Redis did not connect within connectTimeout (${this.#connectTimeout} ms)`,
+          ),
+        );
+      } else {
+        // Calls are in send order, so once one is within its deadline, all later ones are.
+        if (!silent || now - call.sentAt < this.#timeout) break;
+        this.#fail(
+          call,
+          new SentinelError('STORE_TIMEOUT', `Redis sent nothing for ${this.#timeout} ms`),
+        );
+      }
+      done++;
+    }
+    if (done === pending.length) {
+      this.#pending = [];
+      this.#stopTimer();
+    } else if (done > 0) {
+      this.#pending = pending.slice(done);
+    }
+  };
+
+  #stopTimer(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+}

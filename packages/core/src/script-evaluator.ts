@@ -1,0 +1,28 @@
+// Runs a script by SHA, sending its source only when Redis answers NOSCRIPT.
+import type { LuaScript } from './scripts.generated.ts';
+
+/** The two commands the evaluator needs; an ioredis Redis or Cluster client has both. */
+export interface ScriptClient {
+  evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  eval(source: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+}
+
+export function isNoScriptError(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/**
+ * EVALSHA, then EVAL on NOSCRIPT and only on NOSCRIPT. Any other error is rethrown: a script
+ * that failed halfway is not rolled back, so running it again could count a request twice.
+ */
+export function evaluateScript(
+  client: ScriptClient,
+  script: LuaScript,
+  numKeys: number,
+  keysAndArgs: string[],
+): Promise<unknown> {
+  return client.evalsha(script.sha1, numKeys, ...keysAndArgs).catch((error: unknown) => {
+    if (!isNoScriptError(error)) throw error;
+    return client.eval(script.source, numKeys, ...keysAndArgs);
+  });
+}
