@@ -1,0 +1,72 @@
+// Turns a store's integer reply into a decision, and builds the decisions of degraded modes.
+import type { Plan } from './policy.ts';
+import type { Decision, PolicyDecision, StoreErrorMode, StoreReply } from './types.ts';
+
+export function toDecision(plan: Plan, reply: StoreReply, degraded?: StoreErrorMode): Decision {
+  const { policies } = plan;
+  const results: PolicyDecision[] = new Array(policies.length);
+  const allowed = reply[0] === 1;
+  // The most restrictive policy: when rejected, the one that blocks longest; when admitted, the
+  // one with the least left, and of those the one that takes longest to refill.
+  let pick = 0;
+  let retryAfterMs = 0;
+  for (let i = 0; i < policies.length; i++) {
+    const policy = policies[i] as (typeof policies)[number];
+    const at = 4 * i + 1;
+    const retry = reply[at + 3] as number;
+    const result: PolicyDecision = {
+      policy: policy.name,
+      algorithm: policy.algorithm,
+      allowed: reply[at] === 1,
+      limit: policy.limit,
+      windowMs: policy.windowMs,
+      remaining: reply[at + 1] as number,
+      resetMs: reply[at + 2] as number,
+      retryAfterMs: retry === -1 ? Number.POSITIVE_INFINITY : retry,
+    };
+    results[i] = result;
+    if (i === 0) {
+      if (!allowed) retryAfterMs = result.retryAfterMs;
+      continue;
+    }
+    const best = results[pick] as PolicyDecision;
+    if (allowed) {
+      if (
+        result.remaining < best.remaining ||
+        (result.remaining === best.remaining && result.resetMs > best.resetMs)
+      ) {
+        pick = i;
+      }
+    } else if (result.retryAfterMs > retryAfterMs) {
+      retryAfterMs = result.retryAfterMs;
+      pick = i;
+    }
+  }
+  const chosen = results[pick] as PolicyDecision;
+  const decision: Decision = {
+    allowed,
+    limit: chosen.limit,
+    remaining: chosen.remaining,
+    resetMs: chosen.resetMs,
+    retryAfterMs,
+    policy: chosen.policy,
+    policies: results,
+  };
+  if (plan.tier !== undefined) decision.tier = plan.tier;
+  if (degraded !== undefined) decision.degraded = degraded;
+  return decision;
+}
+
+/** A decision made without the store: every policy admits, or every policy refuses. */
+export function fixedDecision(
+  plan: Plan,
+  allowed: boolean,
+  retryAfterMs: number,
+  degraded: StoreErrorMode,
+): Decision {
+  const reply = [allowed ? 1 : 0];
+  for (const policy of plan.policies) {
+    reply.push(allowed ? 1 : 0, allowed ? policy.limit : 0, 0, allowed ? 0 : retryAfterMs);
+  }
+  return toDecision(plan, reply, degraded);
+}

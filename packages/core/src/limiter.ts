@@ -1,0 +1,265 @@
+// createLimiter: resolves options once, then each consume is one store call and a decision.
+import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.ts';
+import { fixedDecision, toDecision } from './decision.ts';
+import { SentinelError } from './errors.ts';
+import { MemoryStore } from './memory-store.ts';
+import { type Plan, resolvePlan } from './policy.ts';
+import { type RedisClient, RedisStore } from './redis-store.ts';
+import type {
+  Algorithm,
+  ConsumeOptions,
+  Decision,
+  Store,
+  StoreErrorMode,
+  StoreReply,
+  StoreRequest,
+  TierOptions,
+  Window,
+} from './types.ts';
+
+export interface LimiterOptions {
+  /** Where state lives. @default a MemoryStore, unless `redis` is given */
+  store?: Store;
+  /** Shorthand for `store: new RedisStore({ client: redis, timeout, connectTimeout })`. */
+  redis?: RedisClient;
+  /**
+   * The policies every request must satisfy, when no tier applies.
+   * @example [{ limit: 20, window: '1s' }, { limit: 1000, window: '1h' }]
+   */
+  policies?: TierOptions;
+  /** Shorthand for one policy: `policies: { limit, window, algorithm }`. */
+  limit?: number;
+  window?: Window;
+  algorithm?: Algorithm;
+  /**
+   * Named sets of policies; `consume(key, { tier })` picks one.
+   * @example { FREE: { limit: 10, window: '1m' }, PRO: [{ limit: 100, window: '1m' }, { limit: 20, window: '1s' }] }
+   */
+  tiers?: Record<string, TierOptions>;
+  /** The tier of calls that name none. @default 'FREE' if it exists, else the first tier */
+  defaultTier?: string;
+  /** @default 'sentinel' */
+  prefix?: string;
+  /**
+   * What a decision does when the store fails: admit, refuse, or apply the same policies in
+   * this process's memory.
+   * @default 'allow'
+   */
+  onStoreError?: StoreErrorMode;
+  /** Reports every store failure and unknown tier. */
+  onError?: (error: SentinelError) => void;
+  /** Deadline of a Redis call on a silent Redis, in ms, for a store built from `redis`. @default 50 */
+  timeout?: number;
+  /** Wait for the first Redis connection, in ms, for a store built from `redis`. @default 500 */
+  connectTimeout?: number;
+  /** The circuit breaker in front of the store, or false for none. */
+  breaker?: CircuitBreakerOptions | false;
+  /** Unix ms for the scripts to use instead of the Redis clock: for tests. @default Redis `TIME` */
+  clock?: () => number;
+}
+
+export interface Limiter {
+  /** Consumes `cost` (default 1) from every policy of the key's tier, or from none. */
+  consume(key: string, options?: ConsumeOptions): Promise<Decision>;
+  /** The decision consume would make now, without consuming anything. */
+  peek(key: string, options?: ConsumeOptions): Promise<Decision>;
+  /** Deletes the key's state: for the tier named, or for every tier. */
+  reset(key: string, options?: Pick<ConsumeOptions, 'tier'>): Promise<void>;
+  /** Stops timers and closes the stores the limiter created. A client you passed stays open. */
+  close(): Promise<void>;
+}
+
+const MODES: readonly StoreErrorMode[] = ['allow', 'deny', 'local'];
+
+function fail(option: string, problem: string): never {
+  throw new TypeError(`@sentinel/core: \`${option}\` ${problem}`);
+}
+
+function resolvePlans(options: LimiterOptions): { plans: Map<string, Plan>; fallback: Plan } {
+  const { policies, limit, window, algorithm, tiers, defaultTier } = options;
+  const shorthand = limit !== undefined || window !== undefined || algorithm !== undefined;
+  const given = [policies !== undefined && 'policies', shorthand && 'limit', tiers && 'tiers'];
+  const chosen = given.filter(Boolean);
+  if (chosen.length === 0)
+    fail('policies', 'is required: pass `policies`, `limit` and `window`, or `tiers`');
+  if (chosen.length > 1) fail(String(chosen[1]), `cannot be combined with \`${chosen[0]}\``);
+  const plans = new Map<string, Plan>();
+  if (!tiers) {
+    if (defaultTier !== undefined) fail('defaultTier', 'needs `tiers`');
+    const single = policies ?? { limit: limit as number, window: window as Window, algorithm };
+    return { plans, fallback: resolvePlan(single, policies ? 'policies' : 'limit') };
+  }
+  if (typeof tiers !== 'object') fail('tiers', 'must be an object of tier name to policies');
+  for (const [tier, tierPolicies] of Object.entries(tiers)) {
+    plans.set(tier, resolvePlan(tierPolicies, `tiers.${tier}`, tier));
+  }
+  if (plans.size === 0) fail('tiers', 'must name at least one tier');
+  const name = defaultTier ?? (plans.has('FREE') ? 'FREE' : (plans.keys().next().value as string));
+  const fallback = plans.get(name);
+  if (!fallback) fail('defaultTier', `names no tier: '${name}'`);
+  return { plans, fallback };
+}
+
+function resolveStore(options: LimiterOptions): { store: Store; owned: boolean } {
+  const { store, redis, timeout, connectTimeout } = options;
+  if (store !== undefined) {
+    if (redis !== undefined) fail('redis', 'cannot be combined with `store`');
+    for (const [name, value] of Object.entries({ timeout, connectTimeout })) {
+      if (value !== undefined)
+        fail(name, 'belongs to the store: pass it to the RedisStore you give as `store`');
+    }
+    if (typeof store.evaluate !== 'function')
+      fail('store', 'must be a RedisStore, a MemoryStore or another Store');
+    return { store, owned: false };
+  }
+  if (redis !== undefined) {
+    const options = {
+      client: redis,
+      ...(timeout !== undefined && { timeout }),
+      ...(connectTimeout !== undefined && { connectTimeout }),
+    };
+    return { store: new RedisStore(options), owned: true };
+  }
+  return { store: new MemoryStore(), owned: true };
+}
+
+export function createLimiter(options: LimiterOptions): Limiter {
+  if (typeof options !== 'object' || options === null) fail('options', 'must be an object');
+  const {
+    prefix = 'sentinel',
+    onStoreError = 'allow',
+    onError,
+    clock,
+    breaker: breakerOptions,
+  } = options;
+  if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
+    fail('prefix', 'must be a non-empty string without `{` or `}`, which would break the hash tag');
+  }
+  if (!MODES.includes(onStoreError))
+    fail('onStoreError', `must be one of ${MODES.join(', ')}, got ${String(onStoreError)}`);
+  if (onError !== undefined && typeof onError !== 'function') fail('onError', 'must be a function');
+  if (clock !== undefined && typeof clock !== 'function')
+    fail('clock', 'must be a function returning Unix milliseconds');
+  const { plans, fallback } = resolvePlans(options);
+  const { store, owned } = resolveStore(options);
+  const breaker = breakerOptions === false ? undefined : new CircuitBreaker(breakerOptions);
+  const local = onStoreError === 'local' ? new MemoryStore() : undefined;
+  let warned = false;
+
+  function report(error: SentinelError): void {
+    if (onError) {
+      onError(error);
+    } else if (!warned) {
+      warned = true;
+      process.emitWarning(
+        `${error.message} (further store errors are silent without onError)`,
+        'SentinelWarning',
+      );
+    }
+  }
+
+  function degrade(plan: Plan, request: StoreRequest): Decision {
+    if (onStoreError === 'deny') return fixedDecision(plan, false, 1000, 'deny');
+    if (local) return toDecision(plan, local.evaluate(request), 'local');
+    return fixedDecision(plan, true, 0, 'allow');
+  }
+
+  function planFor(tier: string | undefined): Plan | undefined {
+    return tier === undefined ? fallback : plans.get(tier);
+  }
+
+  function request(
+    key: string,
+    options: ConsumeOptions | undefined,
+    apply: boolean,
+  ): Promise<Decision> {
+    if (typeof key !== 'string')
+      return Promise.reject(new TypeError('@sentinel/core: the key must be a string'));
+    const cost = options?.cost ?? 1;
+    if (!Number.isSafeInteger(cost) || cost < 1) {
+      return Promise.reject(
+        new TypeError(`@sentinel/core: \`cost\` must be a positive integer, got ${String(cost)}`),
+      );
+    }
+    const tier = options?.tier;
+    const plan = planFor(tier);
+    if (plan === undefined) {
+      report(new SentinelError('UNKNOWN_TIER', `No tier named '${String(tier)}'`));
+      // Applying some other tier's limits would be a guess; the failure mode is the user's choice.
+      return Promise.resolve(
+        fixedDecision(
+          fallback,
+          onStoreError !== 'deny',
+          1000,
+          onStoreError === 'deny' ? 'deny' : 'allow',
+        ),
+      );
+    }
+    const base = `${prefix}:{${key}}`;
+    const req: StoreRequest = {
+      keys:
+        plan.keySuffixes.length === 1
+          ? [base + plan.keySuffixes[0]]
+          : plan.keySuffixes.map((s) => base + s),
+      policies: plan.policies,
+      script: plan.script,
+      args: plan.args,
+      cost,
+      apply,
+      now: clock?.(),
+    };
+    if (breaker && !breaker.allow(Date.now())) return Promise.resolve(degrade(plan, req));
+    let reply: StoreReply | Promise<StoreReply>;
+    try {
+      reply = store.evaluate(req);
+    } catch (error) {
+      return Promise.resolve(failed(plan, req, error));
+    }
+    if (!(reply instanceof Promise)) {
+      breaker?.success();
+      return Promise.resolve(toDecision(plan, reply));
+    }
+    return reply.then(
+      (value) => {
+        breaker?.success();
+        return toDecision(plan, value);
+      },
+      (error: unknown) => failed(plan, req, error),
+    );
+  }
+
+  function failed(plan: Plan, req: StoreRequest, error: unknown): Decision {
+    breaker?.failure(Date.now());
+    report(
+      error instanceof SentinelError
+        ? error
+        : new SentinelError(
+            'STORE_FAILED',
+            error instanceof Error ? error.message : String(error),
+            { cause: error },
+          ),
+    );
+    return degrade(plan, req);
+  }
+
+  return {
+    consume: (key, options) => request(key, options, true),
+    peek: (key, options) => request(key, options, false),
+    async reset(key, options) {
+      const tier = options?.tier;
+      const chosen = tier === undefined ? [fallback, ...plans.values()] : [planFor(tier)];
+      const keys = new Set<string>();
+      for (const plan of chosen) {
+        if (plan === undefined)
+          throw new SentinelError('UNKNOWN_TIER', `No tier named '${String(tier)}'`);
+        for (const suffix of plan.keySuffixes) keys.add(`${prefix}:{${key}}${suffix}`);
+      }
+      await store.reset([...keys]);
+      await local?.reset([...keys]);
+    },
+    async close() {
+      local?.close();
+      if (owned) await store.close();
+    },
+  };
+}
