@@ -12,8 +12,8 @@ const clients: Cluster[] = [];
 function connectCluster(version: 5 | 6 = 6): Cluster {
   const client =
     version === 6
-      ? new Cluster(cluster.seeds)
-      : (new Cluster5(cluster.seeds) as unknown as Cluster);
+      ? new Cluster([...cluster.seeds])
+      : (new Cluster5([...cluster.seeds]) as unknown as Cluster);
   client.on('error', () => {});
   clients.push(client);
   return client;
