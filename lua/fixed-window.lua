@@ -5,14 +5,15 @@
 ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
   local absolute = now + EPOCH_MS
   local index = math.floor(absolute / window)
-  local ends_in = (index + 1) * window - absolute
   local used = 0
   local state = redis.call('GET', key)
   if state then
     local stored, count = string.match(state, '^(%d+) (%d+)$')
-    -- A later index only appears if the clock stepped back; counting it errs on the safe side.
-    if tonumber(stored) >= index then used = tonumber(count) end
+    stored = tonumber(stored)
+    -- A later window only appears if the clock stepped back: stay in it rather than forget it.
+    if stored >= index then index, used = stored, tonumber(count) end
   end
+  local ends_in = (index + 1) * window - absolute
   if used + cost <= limit then
     if apply then
       used = used + cost

@@ -6,19 +6,21 @@
 ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, apply)
   local absolute = now + EPOCH_MS
   local index = math.floor(absolute / window)
-  local elapsed = absolute - index * window
   local current, previous = 0, 0
   local state = redis.call('GET', key)
   if state then
     local stored, c, p = string.match(state, '^(%d+) (%d+) (%d+)$')
     stored = tonumber(stored)
-    -- A later index only appears if the clock stepped back; counting it errs on the safe side.
+    -- A later window only appears if the clock stepped back: stay in it rather than forget it.
     if stored >= index then
-      current, previous = tonumber(c), tonumber(p)
+      index, current, previous = stored, tonumber(c), tonumber(p)
     elseif stored == index - 1 then
       previous = tonumber(c)
     end
   end
+  -- Time into the window; negative only after a step back, when the previous window weighs fully.
+  local into = absolute - index * window
+  local elapsed = math.max(0, into)
   local capacity = limit * window
   local need = cost * window
   local used = previous * (window - elapsed) + current * window
@@ -31,11 +33,12 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
     end
   end
   -- Full again once the previous window has slid out, and the current one too if it counts.
+  local ends_in = window - into
   local reset = 0
   if current > 0 then
-    reset = 2 * window - elapsed
+    reset = ends_in + window
   elseif previous > 0 then
-    reset = window - elapsed
+    reset = ends_in
   end
   local remaining = math.max(0, math.floor((capacity - used) / window))
   if allowed == 1 then
@@ -48,9 +51,9 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   if current + cost <= limit then
     -- Admitted later in this window, once enough of the previous one has slid out.
     local slide = math.floor((limit - current - cost) * window / previous)
-    return 0, remaining, reset, window - slide - elapsed
+    return 0, remaining, reset, window - slide - into
   end
   -- Admitted in the next window, where this window's count becomes the previous one.
   local slide = math.floor((limit - cost) * window / current)
-  return 0, remaining, reset, window - elapsed + math.max(0, window - slide)
+  return 0, remaining, reset, ends_in + math.max(0, window - slide)
 end

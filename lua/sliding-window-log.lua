@@ -9,18 +9,27 @@ ALGORITHMS['sliding-window-log'] = function(key, limit, window, cost, now, apply
   local used = redis.call('ZCARD', key)
   if used + cost <= limit then
     if apply then
+      -- Members at one time are numbered 1..n; they leave the window together, so numbering
+      -- on from the count at `now` keeps them unique. Only a clock that stepped back leaves
+      -- entries newer than now, which then also set the expiry.
+      local newest, sequence = now, 0
+      if used > 0 then
+        newest = math.max(now, tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]))
+        if newest >= now then sequence = redis.call('ZCOUNT', key, now, now) end
+      end
       -- ZADD in batches: unpack() is bounded by Lua's stack.
       local batch = {}
       for i = 1, cost do
         batch[#batch + 1] = now
-        batch[#batch + 1] = string.format('%d:%d', now, used + i)
+        batch[#batch + 1] = string.format('%d:%d', now, sequence + i)
         if #batch == 1000 or i == cost then
           redis.call('ZADD', key, unpack(batch))
           batch = {}
         end
       end
-      redis.call('PEXPIRE', key, window)
-      return 1, math.max(0, limit - used - cost), window, 0
+      local reset = newest + window - now
+      redis.call('PEXPIRE', key, reset)
+      return 1, math.max(0, limit - used - cost), reset, 0
     end
   end
   local reset = 0

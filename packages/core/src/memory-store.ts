@@ -20,6 +20,8 @@ export class MemoryStore implements Store {
   readonly #keys = new Map<string, State>();
   readonly #maxKeys: number;
   readonly #sweeper: NodeJS.Timeout;
+  /** Requests' clock minus the real one: keys expire on the clock their requests carry. */
+  #clockOffset = 0;
 
   constructor({ maxKeys = 100_000, sweepIntervalMs = 60_000 }: MemoryStoreOptions = {}) {
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
@@ -31,7 +33,10 @@ export class MemoryStore implements Store {
       );
     }
     this.#maxKeys = maxKeys;
-    this.#sweeper = setInterval(() => this.#sweep(Date.now() - EPOCH_MS), sweepIntervalMs);
+    this.#sweeper = setInterval(
+      () => this.#sweep(Date.now() + this.#clockOffset - EPOCH_MS),
+      sweepIntervalMs,
+    );
     this.#sweeper.unref();
   }
 
@@ -41,7 +46,9 @@ export class MemoryStore implements Store {
   }
 
   evaluate(request: StoreRequest): StoreReply {
-    const now = (request.now ?? Date.now()) - EPOCH_MS;
+    const real = Date.now();
+    this.#clockOffset = request.now === undefined ? 0 : request.now - real;
+    const now = (request.now ?? real) - EPOCH_MS;
     // Same two passes as lua/evaluate.lua: several policies look first, then all consume or none.
     if (request.keys.length === 1 || !request.apply) return this.#run(request, now, request.apply);
     const look = this.#run(request, now, false);

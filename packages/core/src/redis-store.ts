@@ -61,8 +61,13 @@ export class RedisStore implements Store {
   #everReady: boolean;
   #lastReplyAt = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** Any reply, an error reply included, proves the server is answering. */
+  readonly #replied = (): void => {
+    this.#lastReplyAt = Date.now();
+  };
   readonly #onReady = (): void => {
     this.#everReady = true;
+    this.#replied();
     const held = this.#held;
     this.#held = [];
     const now = Date.now();
@@ -94,7 +99,7 @@ export class RedisStore implements Store {
       ...args,
     ];
     return this.#call(() =>
-      evaluateScript(this.#client, scripts[script], keys.length, keysAndArgs),
+      evaluateScript(this.#client, scripts[script], keys.length, keysAndArgs, this.#replied),
     ) as Promise<StoreReply>;
   }
 
@@ -148,15 +153,14 @@ export class RedisStore implements Store {
     pending.sentAt = now;
     command().then(
       (reply) => {
-        this.#lastReplyAt = Date.now();
+        this.#replied();
         if (pending.settled) return;
         pending.settled = true;
         pending.resolve(reply);
       },
       (error: unknown) => {
-        // A Redis error reply still proves the server is answering.
         const replied = error instanceof Error && error.name === 'ReplyError';
-        if (replied) this.#lastReplyAt = Date.now();
+        if (replied) this.#replied();
         const message = error instanceof Error ? error.message : String(error);
         this.#fail(
           pending,

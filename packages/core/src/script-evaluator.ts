@@ -14,15 +14,18 @@ export function isNoScriptError(error: unknown): boolean {
 /**
  * EVALSHA, then EVAL on NOSCRIPT and only on NOSCRIPT. Any other error is rethrown: a script
  * that failed halfway is not rolled back, so running it again could count a request twice.
+ * `onNoScript` hears of the NOSCRIPT reply, which proves the server is answering.
  */
 export function evaluateScript(
   client: ScriptClient,
   script: LuaScript,
   numKeys: number,
   keysAndArgs: string[],
+  onNoScript?: () => void,
 ): Promise<unknown> {
   return client.evalsha(script.sha1, numKeys, ...keysAndArgs).catch((error: unknown) => {
     if (!isNoScriptError(error)) throw error;
+    onNoScript?.();
     return client.eval(script.source, numKeys, ...keysAndArgs);
   });
 }

@@ -4,9 +4,13 @@ import { type Evaluate, report, write } from './state.ts';
 
 export const fixedWindow: Evaluate = (state, limit, window, cost, now, apply, out, at) => {
   const absolute = now + EPOCH_MS;
-  const index = Math.floor(absolute / window);
+  let index = Math.floor(absolute / window);
+  let used = 0;
+  if (state !== undefined && state.a >= index) {
+    index = state.a;
+    used = state.b;
+  }
   const endsIn = (index + 1) * window - absolute;
-  let used = state !== undefined && state.a >= index ? state.b : 0;
   if (used + cost <= limit) {
     if (apply) {
       used += cost;

@@ -4,18 +4,20 @@ import { type Evaluate, report, write } from './state.ts';
 
 export const slidingWindowCounter: Evaluate = (state, limit, window, cost, now, apply, out, at) => {
   const absolute = now + EPOCH_MS;
-  const index = Math.floor(absolute / window);
-  const elapsed = absolute - index * window;
+  let index = Math.floor(absolute / window);
   let current = 0;
   let previous = 0;
   if (state !== undefined) {
     if (state.a >= index) {
+      index = state.a;
       current = state.b;
       previous = state.c;
     } else if (state.a === index - 1) {
       previous = state.b;
     }
   }
+  const into = absolute - index * window;
+  const elapsed = Math.max(0, into);
   const capacity = limit * window;
   const need = cost * window;
   let used = previous * (window - elapsed) + current * window;
@@ -27,7 +29,8 @@ export const slidingWindowCounter: Evaluate = (state, limit, window, cost, now, 
       used += need;
     }
   }
-  const reset = current > 0 ? 2 * window - elapsed : previous > 0 ? window - elapsed : 0;
+  const endsIn = window - into;
+  const reset = current > 0 ? endsIn + window : previous > 0 ? endsIn : 0;
   const remaining = Math.max(0, Math.floor((capacity - used) / window));
   if (allowed === 1) {
     if (apply) state = write(state, index, current, previous, now + reset);
@@ -36,10 +39,10 @@ export const slidingWindowCounter: Evaluate = (state, limit, window, cost, now, 
     report(out, at, 0, remaining, reset, -1);
   } else if (current + cost <= limit) {
     const slide = Math.floor(((limit - current - cost) * window) / previous);
-    report(out, at, 0, remaining, reset, window - slide - elapsed);
+    report(out, at, 0, remaining, reset, window - slide - into);
   } else {
     const slide = Math.floor(((limit - cost) * window) / current);
-    report(out, at, 0, remaining, reset, window - elapsed + Math.max(0, window - slide));
+    report(out, at, 0, remaining, reset, endsIn + Math.max(0, window - slide));
   }
   return state;
 };

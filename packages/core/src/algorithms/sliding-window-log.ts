@@ -21,8 +21,10 @@ export const slidingWindowLog: Evaluate = (state, limit, window, cost, now, appl
       for (const time of later) entries.push(time);
       const kept: State = state ?? { a: 0, b: 0, c: 0, log: entries, expiresAt: 0 };
       kept.log = entries;
-      kept.expiresAt = now + window;
-      report(out, at, 1, Math.max(0, limit - used - cost), window, 0);
+      // The newest entry is later than now only if the clock stepped back.
+      const reset = (entries[entries.length - 1] as number) + window - now;
+      kept.expiresAt = now + reset;
+      report(out, at, 1, Math.max(0, limit - used - cost), reset, 0);
       return kept;
     }
     if (used === 0) {
