@@ -38,6 +38,12 @@ interface Pending {
   readonly reject: (error: SentinelError) => void;
 }
 
+/**
+ * Sends one command. `stillWanted` records a sign of life from Redis and says whether the call
+ * is still waiting for its result, for commands that need a second round trip.
+ */
+type Command = (stillWanted: () => boolean) => Promise<unknown>;
+
 /** Client states before its first `ready`: calls wait for the connection instead of failing. */
 const FIRST_CONNECT = new Set(['wait', 'connecting', 'connect']);
 
@@ -98,8 +104,8 @@ export class RedisStore implements Store {
       apply ? '1' : '0',
       ...args,
     ];
-    return this.#call(() =>
-      evaluateScript(this.#client, scripts[script], keys.length, keysAndArgs, this.#replied),
+    return this.#call((stillWanted) =>
+      evaluateScript(this.#client, scripts[script], keys.length, keysAndArgs, stillWanted),
     ) as Promise<StoreReply>;
   }
 
@@ -117,7 +123,7 @@ export class RedisStore implements Store {
     this.#held = [];
   }
 
-  #call(command: () => Promise<unknown>): Promise<unknown> {
+  #call(command: Command): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const now = Date.now();
       const pending: Pending = {
@@ -147,11 +153,15 @@ export class RedisStore implements Store {
     });
   }
 
-  #send(command: () => Promise<unknown>, pending: Pending, now: number): void {
+  #send(command: Command, pending: Pending, now: number): void {
     // A call that already failed its deadline must not reach Redis late and consume quota.
     if (pending.settled) return;
     pending.sentAt = now;
-    command().then(
+    const stillWanted = (): boolean => {
+      this.#replied();
+      return !pending.settled;
+    };
+    command(stillWanted).then(
       (reply) => {
         this.#replied();
         if (pending.settled) return;

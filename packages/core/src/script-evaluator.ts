@@ -14,18 +14,19 @@ export function isNoScriptError(error: unknown): boolean {
 /**
  * EVALSHA, then EVAL on NOSCRIPT and only on NOSCRIPT. Any other error is rethrown: a script
  * that failed halfway is not rolled back, so running it again could count a request twice.
- * `onNoScript` hears of the NOSCRIPT reply, which proves the server is answering.
+ * `onNoScript` hears of the NOSCRIPT reply first; when it returns false, the caller has given
+ * up on the result, so the EVAL is not sent and the NOSCRIPT error stands.
  */
 export function evaluateScript(
   client: ScriptClient,
   script: LuaScript,
   numKeys: number,
   keysAndArgs: string[],
-  onNoScript?: () => void,
+  onNoScript?: () => boolean,
 ): Promise<unknown> {
   return client.evalsha(script.sha1, numKeys, ...keysAndArgs).catch((error: unknown) => {
     if (!isNoScriptError(error)) throw error;
-    onNoScript?.();
+    if (onNoScript?.() === false) throw error;
     return client.eval(script.source, numKeys, ...keysAndArgs);
   });
 }
