@@ -1,4 +1,6 @@
 // Redis clients for tests: ioredis 6 (RESP3 by default) and ioredis 5 (RESP2), closed after each file.
+
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis as Redis6, type RedisOptions } from 'ioredis';
 import { Redis as Redis5 } from 'ioredis5';
 import { afterAll, inject } from 'vitest';
@@ -7,9 +9,13 @@ export const CLIENTS = ['ioredis 6', 'ioredis 5'] as const;
 export type ClientName = (typeof CLIENTS)[number];
 
 const opened: Array<{ quit(): Promise<unknown>; disconnect(): void }> = [];
+// quit() lets replies drain, but never settles for a client stuck reconnecting: cap it.
 afterAll(async () => {
   await Promise.all(
-    opened.splice(0).map((client) => client.quit().catch(() => client.disconnect())),
+    opened.splice(0).map(async (client) => {
+      await Promise.race([client.quit().catch(() => {}), sleep(1_000)]);
+      client.disconnect();
+    }),
   );
 });
 

@@ -67,9 +67,17 @@ export interface RedisProcess {
   resume(): void;
 }
 
-async function waitForPing(port: number, deadlineMs = 10_000): Promise<void> {
+/** Waits until the server on `port` answers and is the process `child`, not another one. */
+async function waitForServer(
+  port: number,
+  child: ChildProcess,
+  deadlineMs = 10_000,
+): Promise<void> {
   const started = Date.now();
   for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`redis-server on port ${port} exited at start (is the port taken?)`);
+    }
     const probe = new Redis({
       port,
       host: '127.0.0.1',
@@ -80,7 +88,10 @@ async function waitForPing(port: number, deadlineMs = 10_000): Promise<void> {
     probe.on('error', () => {});
     try {
       await probe.connect();
-      await probe.ping();
+      const info = await probe.info('server');
+      if (!info.includes(`process_id:${child.pid}\r\n`)) {
+        throw new Error(`port ${port} is served by another process`);
+      }
       return;
     } catch (error) {
       if (Date.now() - started > deadlineMs)
@@ -94,6 +105,17 @@ async function waitForPing(port: number, deadlineMs = 10_000): Promise<void> {
 
 /** Starts a redis-server on a free port with no persistence. Extra arguments are passed on. */
 export async function startRedis(extraArgs: readonly string[] = []): Promise<RedisProcess> {
+  // Another process may take the free port before the server binds it: try a few ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRedisOnce(extraArgs);
+    } catch (error) {
+      if (attempt === 3) throw error;
+    }
+  }
+}
+
+async function startRedisOnce(extraArgs: readonly string[]): Promise<RedisProcess> {
   const binary = requireRedisServer();
   const port = await freePort();
   let child: ChildProcess | undefined;
@@ -118,7 +140,7 @@ export async function startRedis(extraArgs: readonly string[] = []): Promise<Red
     const started = child;
     children.add(started);
     started.once('exit', () => children.delete(started));
-    await waitForPing(port);
+    await waitForServer(port, started);
   };
   await launch();
   const stop = async (): Promise<void> => {

@@ -1,6 +1,12 @@
 // The stores every semantic test runs against: memory, and Redis through ioredis 6 and 5.
-import { connect } from '../../../test/harness/clients.ts';
-import { createLimiter, type Limiter, type LimiterOptions, MemoryStore, RedisStore } from '../src/index.ts';
+import { connect, uniquePrefix } from '../../../test/harness/clients.ts';
+import {
+  createLimiter,
+  type Limiter,
+  type LimiterOptions,
+  MemoryStore,
+  RedisStore,
+} from '../src/index.ts';
 
 export const STORES = ['memory', 'redis (ioredis 6)', 'redis (ioredis 5)'] as const;
 export type StoreName = (typeof STORES)[number];
@@ -19,16 +25,30 @@ export function manualClock(start = Date.UTC(2026, 0, 1)) {
   };
 }
 
-export function makeStore(name: StoreName) {
-  if (name === 'memory') return new MemoryStore();
-  return new RedisStore({ client: connect(name === 'redis (ioredis 6)' ? 'ioredis 6' : 'ioredis 5') });
-}
+export type Clock = ReturnType<typeof manualClock>;
 
-/** A limiter on the named store, with a prefix of its own. */
-export function limiterOn(name: StoreName, options: Omit<LimiterOptions, 'store' | 'redis'>): Limiter {
+/**
+ * A limiter on the named store, with a prefix of its own. Semantic tests must not be decided by
+ * the deadline on a loaded machine, so Redis gets 10 s and any store error fails the test
+ * instead of degrading quietly; the deadline has suites of its own.
+ */
+export function limiterOn(
+  name: StoreName,
+  options: Omit<LimiterOptions, 'store' | 'redis'>,
+): Limiter {
+  const store =
+    name === 'memory'
+      ? new MemoryStore()
+      : new RedisStore({
+          client: connect(name === 'redis (ioredis 6)' ? 'ioredis 6' : 'ioredis 5'),
+          timeout: 10_000,
+        });
   return createLimiter({
-    prefix: `t${Math.random().toString(36).slice(2, 10)}`,
+    prefix: uniquePrefix('semantics'),
+    onError: (error) => {
+      throw error;
+    },
     ...options,
-    store: makeStore(name),
+    store,
   });
 }
