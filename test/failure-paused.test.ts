@@ -1,0 +1,281 @@
+// Failure policy on a silent Redis (SIGSTOP): the deadline, the circuit breaker, close(), late sends.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis, RedisOptions } from 'ioredis';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  createLimiter,
+  type Decision,
+  type Limiter,
+  type LimiterOptions,
+  SentinelError,
+} from '../packages/core/src/index.ts';
+import { connect, uniquePrefix } from './harness/clients.ts';
+import { type RedisProcess, startRedis } from './harness/redis-server.ts';
+
+// The client settings the README recommends for a limiter's Redis client.
+const RECOMMENDED: RedisOptions = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  autoResendUnfulfilledCommands: false,
+};
+const CLIENT_SETTINGS: Record<string, RedisOptions> = {
+  'default client settings': {},
+  'the recommended client settings': RECOMMENDED,
+};
+
+const servers: RedisProcess[] = [];
+const clients: Redis[] = [];
+const limiters: Limiter[] = [];
+
+afterEach(async () => {
+  // Resume first: a stopped server could not be killed cleanly, nor clients closed.
+  for (const server of servers) server.resume();
+  await Promise.all(limiters.splice(0).map((limiter) => limiter.close()));
+  for (const client of clients.splice(0)) client.disconnect();
+  await Promise.all(servers.splice(0).map((server) => server.stop()));
+});
+
+async function ownServer(): Promise<RedisProcess> {
+  const server = await startRedis();
+  servers.push(server);
+  return server;
+}
+
+function clientOf(url: string, options: RedisOptions): Redis {
+  const client = connect('ioredis 6', url, options);
+  clients.push(client);
+  return client;
+}
+
+async function waitFor(condition: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
+    await sleep(10);
+  }
+}
+
+async function readyClient(server: RedisProcess, options: RedisOptions): Promise<Redis> {
+  const client = clientOf(server.url, options);
+  await waitFor(() => client.status === 'ready');
+  return client;
+}
+
+function limiterOn(client: Redis, options: Partial<LimiterOptions> = {}) {
+  const errors: SentinelError[] = [];
+  const prefix = uniquePrefix('failure');
+  const limiter = createLimiter({
+    redis: client,
+    prefix,
+    limit: 10,
+    window: '1d',
+    onError: (error) => errors.push(error),
+    ...options,
+  } as LimiterOptions);
+  limiters.push(limiter);
+  /** Loads the scripts and proves the store healthy; errors before this do not count. */
+  async function warmUp(): Promise<void> {
+    for (let i = 0; i < 20; i++) {
+      if ((await limiter.consume('warm-up')).degraded === undefined) break;
+    }
+    errors.length = 0;
+  }
+  return { limiter, errors, prefix, warmUp };
+}
+
+async function timed<T>(promise: Promise<T>): Promise<{ value: T; ms: number }> {
+  const started = performance.now();
+  const value = await promise;
+  return { value, ms: performance.now() - started };
+}
+
+describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {
+  it('degrades a call with STORE_TIMEOUT once the deadline passes', async () => {
+    const server = await ownServer();
+    const client = await readyClient(server, settings);
+    const { warmUp, limiter, errors } = limiterOn(client, { timeout: 50, breaker: false });
+    await warmUp();
+
+    server.pause();
+    const { value, ms } = await timed(limiter.consume('user'));
+    expect(value).toMatchObject({ allowed: true, degraded: 'allow' });
+    // Not before the deadline (busy is not down), and not long after it.
+    expect(ms).toBeGreaterThanOrEqual(45);
+    expect(ms).toBeLessThan(300);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toBeInstanceOf(SentinelError);
+    expect(errors[0]?.code).toBe('STORE_TIMEOUT');
+  });
+
+  it('opens the breaker after 3 timeouts, skips Redis, then resumes after the cool-down', async () => {
+    const server = await ownServer();
+    const client = await readyClient(server, settings);
+    const cooldownMs = 400;
+    const { warmUp, limiter, errors } = limiterOn(client, { breaker: { failures: 3, cooldownMs } });
+    await warmUp();
+    const sent = vi.spyOn(client, 'evalsha');
+
+    server.pause();
+    for (let i = 0; i < 3; i++) {
+      const { value, ms } = await timed(limiter.consume('user'));
+      expect(value.degraded).toBe('allow');
+      expect(ms).toBeLessThan(300);
+    }
+    const openedAt = Date.now();
+    expect(sent).toHaveBeenCalledTimes(3);
+    expect(errors.map((error) => error.code)).toEqual(Array(3).fill('STORE_TIMEOUT'));
+
+    const durations: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const { value, ms } = await timed(limiter.consume('user'));
+      expect(value).toMatchObject({ allowed: true, degraded: 'allow' });
+      durations.push(ms);
+    }
+    durations.sort((a, b) => a - b);
+    expect(durations[Math.ceil(0.99 * durations.length) - 1]).toBeLessThan(20);
+    expect(sent).toHaveBeenCalledTimes(3);
+
+    server.resume();
+    let decision: Decision;
+    do {
+      await sleep(20);
+      decision = await limiter.consume('user');
+    } while (decision.degraded !== undefined && Date.now() - openedAt < cooldownMs + 3000);
+    expect(decision.degraded).toBeUndefined();
+    expect(decision.allowed).toBe(true);
+    // Redis was back long before, but the breaker held it off for the whole cool-down.
+    expect(Date.now() - openedAt).toBeGreaterThanOrEqual(cooldownMs - 50);
+  });
+
+  it('lets one probe through after the cool-down and reopens when it times out', async () => {
+    const server = await ownServer();
+    const client = await readyClient(server, settings);
+    const cooldownMs = 150;
+    const { warmUp, limiter } = limiterOn(client, { breaker: { failures: 1, cooldownMs } });
+    await warmUp();
+    const sent = vi.spyOn(client, 'evalsha');
+
+    server.pause();
+    expect((await limiter.consume('user')).degraded).toBe('allow');
+    expect(sent).toHaveBeenCalledTimes(1);
+    await sleep(cooldownMs + 20);
+
+    const started = performance.now();
+    const burst = Array.from({ length: 10 }, () => timed(limiter.consume('user')));
+    const results = await Promise.all(burst);
+    expect(results.every(({ value }) => value.degraded === 'allow')).toBe(true);
+    expect(sent).toHaveBeenCalledTimes(2);
+    // Only the probe waited for the deadline; the others were answered without Redis.
+    expect(results.filter(({ ms }) => ms < 20)).toHaveLength(9);
+    expect(performance.now() - started).toBeLessThan(300);
+    // The failed probe reopened the breaker.
+    expect((await timed(limiter.consume('user'))).ms).toBeLessThan(20);
+    expect(sent).toHaveBeenCalledTimes(2);
+  });
+
+  it('settles calls in flight when the limiter is closed', async () => {
+    const server = await ownServer();
+    const client = await readyClient(server, settings);
+    const { warmUp, limiter, errors } = limiterOn(client, { timeout: 5000, breaker: false });
+    await warmUp();
+
+    server.pause();
+    const started = performance.now();
+    const inFlight = Promise.all(Array.from({ length: 10 }, () => limiter.consume('user')));
+    await sleep(20);
+    await limiter.close();
+    const decisions = await inFlight;
+    // Well before the 5 s deadline: only close() can have settled them.
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(decisions.every((d) => d.allowed && d.degraded === 'allow')).toBe(true);
+    expect(errors).toHaveLength(10);
+    expect(errors.every((e) => e.code === 'STORE_UNAVAILABLE')).toBe(true);
+  });
+
+  it('settles calls held for the first connection when the limiter is closed', async () => {
+    const server = await ownServer();
+    server.pause();
+    // The kernel accepts the connection, but the ready check never gets an answer.
+    const client = clientOf(server.url, settings);
+    const { limiter, errors } = limiterOn(client, { connectTimeout: 5000, breaker: false });
+
+    const started = performance.now();
+    const held = Promise.all(Array.from({ length: 10 }, () => limiter.consume('user')));
+    await sleep(50);
+    expect(client.status).not.toBe('ready');
+    await limiter.close();
+    const decisions = await held;
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(decisions.every((d) => d.degraded === 'allow')).toBe(true);
+    expect(errors).toHaveLength(10);
+  });
+});
+
+describe('a call whose deadline has passed', () => {
+  it('never sends the EVAL fallback of a call whose deadline has passed', async () => {
+    const server = await ownServer();
+    const client = await readyClient(server, RECOMMENDED);
+    // A fresh server has no scripts, so the call's EVALSHA will be answered NOSCRIPT.
+    const { limiter, errors, prefix } = limiterOn(client, { breaker: false });
+
+    server.pause();
+    const decision = await limiter.consume('late');
+    expect(decision.degraded).toBe('allow');
+    expect(errors[0]?.code).toBe('STORE_TIMEOUT');
+
+    server.resume();
+    // The EVALSHA already in the socket runs now (that is not a re-send) and fails NOSCRIPT;
+    // nothing may follow it, since its caller was answered long ago.
+    await client.ping();
+    await sleep(100);
+    await client.ping();
+    const admin = clientOf(server.url, {});
+    expect(await admin.keys(`${prefix}:*`)).toEqual([]);
+  });
+});
+
+describe('a silence shorter than the timeout', () => {
+  const PAUSE_MS = 120;
+  const TIMEOUT_MS = 200;
+
+  /** Stops the server for PAUSE_MS, as a slow fork or a long command would. */
+  function hiccup(server: RedisProcess): void {
+    server.pause();
+    setTimeout(() => server.resume(), PAUSE_MS);
+  }
+
+  it('does not degrade a call that Redis answers late but within the timeout', async () => {
+    const server = await ownServer();
+    const client = await readyClient(server, {});
+    const { warmUp, limiter, errors } = limiterOn(client, { timeout: TIMEOUT_MS, breaker: false });
+    await warmUp();
+
+    hiccup(server);
+    const { value: decision, ms } = await timed(limiter.consume('user'));
+    expect(ms).toBeGreaterThanOrEqual(PAUSE_MS - 10);
+    expect(decision.degraded).toBeUndefined();
+    expect(decision).toMatchObject({ allowed: true, remaining: 9 });
+    expect(errors).toEqual([]);
+  });
+
+  it('does not degrade a call whose NOSCRIPT and EVAL replies each come within the timeout', async () => {
+    const server = await ownServer();
+    const client = await readyClient(server, {});
+    // A fresh server has no scripts: the EVALSHA is answered NOSCRIPT and the store sends EVAL.
+    const { limiter, errors } = limiterOn(client, { timeout: TIMEOUT_MS, breaker: false });
+    const evalScript = client.eval.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    // The server hiccups again just as the EVAL goes out: each silence is shorter than the
+    // timeout, but the two together are longer.
+    const sentEval = vi.spyOn(client, 'eval').mockImplementation(((...args: unknown[]) => {
+      hiccup(server);
+      return evalScript(...args);
+    }) as never);
+
+    hiccup(server);
+    const decision = await limiter.consume('user');
+    expect(sentEval).toHaveBeenCalledTimes(1);
+    expect(errors.map((error) => error.code)).toEqual([]);
+    expect(decision.degraded).toBeUndefined();
+    expect(decision).toMatchObject({ allowed: true, remaining: 9 });
+  });
+});
