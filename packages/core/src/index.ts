@@ -1,6 +1,40 @@
 // @sentinel/core: atomic distributed rate limiting, against Redis or in memory.
 export type { CircuitBreakerOptions } from './circuit-breaker.ts';
 export { SentinelError, type SentinelErrorCode } from './errors.ts';
+export { fingerprint, storageIdentity } from './fingerprint.ts';
+export { ipIdentity, ipMatcher } from './http/client-ip.ts';
+export {
+  draft6Headers,
+  draft7Headers,
+  draft11Headers,
+  HEADER_FORMATS,
+  type HeaderFormat,
+  legacyHeaders,
+  rateLimitHeaders,
+  resolveHeaderFormats,
+  retryAfterSeconds,
+  sfString,
+} from './http/headers.ts';
+export {
+  createHttpLimiter,
+  type HttpLimiter,
+  type HttpLimiterOptions,
+  type Verdict,
+} from './http/http-limiter.ts';
+export {
+  type ApiKeyOptions,
+  type ApiKeyTenant,
+  byApiKey,
+  byHeader,
+  byIp,
+  chain,
+  type Identifier,
+  type IdentifyResult,
+  type Identity,
+  type IpOptions,
+  type RequestLike,
+} from './http/identity.ts';
+export { type ProblemDetails, QUOTA_EXCEEDED } from './http/problem.ts';
 export { createLimiter, type Limiter, type LimiterOptions } from './limiter.ts';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
 export { type RedisClient, RedisStore, type RedisStoreOptions } from './redis-store.ts';

@@ -2,6 +2,7 @@
 import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.ts';
 import { fixedDecision, toDecision } from './decision.ts';
 import { SentinelError } from './errors.ts';
+import { storageIdentity } from './fingerprint.ts';
 import { MemoryStore } from './memory-store.ts';
 import { type Plan, resolvePlan } from './policy.ts';
 import { type RedisClient, RedisStore } from './redis-store.ts';
@@ -158,10 +159,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
   }
 
-  function degrade(plan: Plan, request: StoreRequest): Decision {
-    if (onStoreError === 'deny') return fixedDecision(plan, false, 1000, 'deny');
-    if (local) return toDecision(plan, local.evaluate(request), 'local');
-    return fixedDecision(plan, true, 0, 'allow');
+  function degrade(plan: Plan, request: StoreRequest, error?: SentinelError): Decision {
+    const decision =
+      onStoreError === 'deny'
+        ? fixedDecision(plan, false, 1000, 'deny')
+        : local
+          ? toDecision(plan, local.evaluate(request), 'local')
+          : fixedDecision(plan, true, 0, 'allow');
+    if (error) decision.error = error;
+    return decision;
   }
 
   function planFor(tier: string | undefined): Plan | undefined {
@@ -184,18 +190,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const tier = options?.tier;
     const plan = planFor(tier);
     if (plan === undefined) {
-      report(new SentinelError('UNKNOWN_TIER', `No tier named '${String(tier)}'`));
+      const error = new SentinelError('UNKNOWN_TIER', `No tier named '${String(tier)}'`);
+      report(error);
       // Applying some other tier's limits would be a guess; the failure mode is the user's choice.
-      return Promise.resolve(
-        fixedDecision(
-          fallback,
-          onStoreError !== 'deny',
-          1000,
-          onStoreError === 'deny' ? 'deny' : 'allow',
-        ),
-      );
+      const deny = onStoreError === 'deny';
+      const decision = fixedDecision(fallback, !deny, 1000, deny ? 'deny' : 'allow');
+      decision.error = error;
+      return Promise.resolve(decision);
     }
-    const base = `${prefix}:{${key}}`;
+    const base = `${prefix}:{${storageIdentity(key)}}`;
     const req: StoreRequest = {
       keys:
         plan.keySuffixes.length === 1
@@ -230,16 +233,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   function failed(plan: Plan, req: StoreRequest, error: unknown): Decision {
     breaker?.failure(Date.now());
-    report(
+    const failure =
       error instanceof SentinelError
         ? error
         : new SentinelError(
             'STORE_FAILED',
             error instanceof Error ? error.message : String(error),
-            { cause: error },
-          ),
-    );
-    return degrade(plan, req);
+            {
+              cause: error,
+            },
+          );
+    report(failure);
+    return degrade(plan, req, failure);
   }
 
   return {
@@ -252,7 +257,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
       for (const plan of chosen) {
         if (plan === undefined)
           throw new SentinelError('UNKNOWN_TIER', `No tier named '${String(tier)}'`);
-        for (const suffix of plan.keySuffixes) keys.add(`${prefix}:{${key}}${suffix}`);
+        for (const suffix of plan.keySuffixes)
+          keys.add(`${prefix}:{${storageIdentity(key)}}${suffix}`);
       }
       await store.reset([...keys]);
       await local?.reset([...keys]);

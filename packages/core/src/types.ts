@@ -1,4 +1,5 @@
 // Public types of @sentinel/core. Internal configuration types stay in the modules that use them.
+import type { SentinelError } from './errors.ts';
 
 /** The algorithms Sentinel runs, each atomically in one Redis script call and in memory. */
 export const ALGORITHMS = [
@@ -63,6 +64,8 @@ export interface Decision {
   tier?: string;
   /** Set when the store failed and the decision followed `onStoreError` instead. */
   degraded?: StoreErrorMode;
+  /** Why it is degraded; absent while the circuit breaker skips a store known to be failing. */
+  error?: SentinelError;
 }
 
 export interface ConsumeOptions {

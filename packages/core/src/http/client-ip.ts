@@ -1,0 +1,50 @@
+// Normalises client IPs into rate-limit identities: IPv4 as is, IPv6 grouped by subnet.
+import ipaddr from 'ipaddr.js';
+
+/**
+ * The identity of an IP address: IPv4 addresses (including IPv4-mapped IPv6 ones) as dotted
+ * quads, IPv6 addresses as the network of their `/subnet`, since one IPv6 client usually
+ * holds a whole /56 or /64 and could otherwise rotate through addresses. Undefined when `ip`
+ * is not an address.
+ */
+export function ipIdentity(ip: string | undefined, subnet: number): string | undefined {
+  if (ip === undefined || !ipaddr.isValid(ip)) return undefined;
+  let address = ipaddr.parse(ip);
+  if (address.kind() === 'ipv6') {
+    const v6 = address as ipaddr.IPv6;
+    if (v6.isIPv4MappedAddress()) {
+      address = v6.toIPv4Address();
+    } else {
+      const network = ipaddr.IPv6.networkAddressFromCIDR(`${v6.toNormalizedString()}/${subnet}`);
+      return `${network.toString()}/${subnet}`;
+    }
+  }
+  return address.toString();
+}
+
+/** A matcher for addresses and CIDR ranges, IPv4 and IPv6, built once. */
+export function ipMatcher(
+  entries: readonly string[],
+  option: string,
+): (ip: string | undefined) => boolean {
+  const ranges = entries.map((entry) => {
+    try {
+      return entry.includes('/') ? ipaddr.parseCIDR(entry) : ([ipaddr.parse(entry), -1] as const);
+    } catch {
+      throw new TypeError(
+        `@sentinel/core: \`${option}\` holds '${entry}', which is not an IP address or CIDR range`,
+      );
+    }
+  });
+  return (ip) => {
+    if (ip === undefined || !ipaddr.isValid(ip)) return false;
+    let address = ipaddr.parse(ip);
+    if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
+      address = (address as ipaddr.IPv6).toIPv4Address();
+    }
+    return ranges.some(([range, bits]) => {
+      if (range.kind() !== address.kind()) return false;
+      return bits === -1 ? range.toString() === address.toString() : address.match(range, bits);
+    });
+  };
+}

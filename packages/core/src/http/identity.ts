@@ -1,0 +1,165 @@
+// Who is this request? Ready-made identifiers over the request shape Express, Koa and Fastify share.
+import { fingerprint } from '../fingerprint.ts';
+import { ipIdentity } from './client-ip.ts';
+import { LookupCache } from './lookup-cache.ts';
+
+/** What identifiers read: `req` in Express and Fastify, `ctx` in Koa. */
+export interface RequestLike {
+  headers: Record<string, string | string[] | undefined>;
+  /** The client address, as the framework resolved it under its trust-proxy setting. */
+  ip?: string;
+}
+
+export interface Identity {
+  /** Whom the limits count for. Hashed before it reaches the store when it is long or odd. */
+  key: string;
+  /** Selects the policies; the limiter's anonymous tier when absent. */
+  tier?: string;
+}
+
+/**
+ * An identifier's answer: an identity, nothing (let the next identifier try), or
+ * `'unauthorized'` to answer 401, for an API key that the lookup does not know.
+ */
+export type IdentifyResult = Identity | 'unauthorized' | null | undefined;
+
+export type Identifier<Req = RequestLike> = (req: Req) => IdentifyResult | Promise<IdentifyResult>;
+
+/** Header values Sentinel reads at most; a longer one is not a credential anyone was issued. */
+const MAX_HEADER_LENGTH = 4096;
+
+function readHeader(req: RequestLike, name: string): string | undefined {
+  const raw = req.headers[name];
+  const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+  return value && value.length <= MAX_HEADER_LENGTH ? value : undefined;
+}
+
+export interface ApiKeyTenant {
+  /** Whom the key belongs to: keys of one tenant share its limits. */
+  tenant: string;
+  tier?: string;
+}
+
+export interface ApiKeyOptions {
+  /** @default 'x-api-key' */
+  header?: string;
+  /** Also read `Authorization: Bearer <key>`. @default true */
+  bearer?: boolean;
+  /**
+   * Finds the tenant and tier of a key; null for a key nobody was issued. Answers are cached.
+   * @example (key) => db.apiKeys.find(key)
+   */
+  lookup?: (apiKey: string) => ApiKeyTenant | null | Promise<ApiKeyTenant | null>;
+  /** What a key the lookup does not know gets: the anonymous tier, or a 401. @default 'anonymous' */
+  unknownKey?: 'anonymous' | 'reject';
+  /** Lookups cached at most. @default 10_000 */
+  cacheSize?: number;
+  /** How long a lookup's answer is kept, in ms. @default 60_000 */
+  cacheTtlMs?: number;
+}
+
+function positive(value: number, option: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new TypeError(
+      `@sentinel/core: \`${option}\` must be a positive integer, got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+function headerName(value: unknown, option: string): string {
+  if (typeof value !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(value)) {
+    throw new TypeError(
+      `@sentinel/core: \`${option}\` must be an HTTP header name, got ${String(value)}`,
+    );
+  }
+  return value.toLowerCase();
+}
+
+/** Identifies a request by its API key, from a header or `Authorization: Bearer`. */
+export function byApiKey({
+  header = 'x-api-key',
+  bearer = true,
+  lookup,
+  unknownKey = 'anonymous',
+  cacheSize = 10_000,
+  cacheTtlMs = 60_000,
+}: ApiKeyOptions = {}): Identifier {
+  const name = headerName(header, 'byApiKey.header');
+  if (unknownKey !== 'anonymous' && unknownKey !== 'reject') {
+    throw new TypeError(
+      `@sentinel/core: \`byApiKey.unknownKey\` must be 'anonymous' or 'reject', got ${String(unknownKey)}`,
+    );
+  }
+  if (lookup !== undefined && typeof lookup !== 'function') {
+    throw new TypeError('@sentinel/core: `byApiKey.lookup` must be a function');
+  }
+  const cache = new LookupCache<ApiKeyTenant | null>(
+    positive(cacheSize, 'byApiKey.cacheSize'),
+    positive(cacheTtlMs, 'byApiKey.cacheTtlMs'),
+  );
+  return function identifyByApiKey(req) {
+    let apiKey = readHeader(req, name);
+    if (apiKey === undefined && bearer) {
+      const authorization = readHeader(req, 'authorization');
+      if (authorization !== undefined && /^bearer\s+/i.test(authorization)) {
+        apiKey = authorization.replace(/^bearer\s+/i, '') || undefined;
+      }
+    }
+    if (apiKey === undefined) return null;
+    const hashed = fingerprint(apiKey);
+    if (lookup === undefined) return { key: `key:${hashed}` };
+    const key = apiKey;
+    return cache
+      .get(hashed, async () => (await lookup(key)) ?? null)
+      .then((found) => {
+        if (found === null) return unknownKey === 'reject' ? 'unauthorized' : null;
+        return found.tier === undefined
+          ? { key: `tenant:${found.tenant}` }
+          : { key: `tenant:${found.tenant}`, tier: found.tier };
+      });
+  };
+}
+
+/** Identifies a request by a header naming its tenant, such as `x-tenant-id`. */
+export function byHeader(header: string, { tier }: { tier?: string } = {}): Identifier {
+  const name = headerName(header, 'byHeader');
+  return function identifyByHeader(req) {
+    const value = readHeader(req, name);
+    if (value === undefined) return null;
+    return tier === undefined ? { key: `${name}:${value}` } : { key: `${name}:${value}`, tier };
+  };
+}
+
+export interface IpOptions {
+  /** IPv6 clients are grouped by this prefix length. @default 56 */
+  ipv6Subnet?: number;
+}
+
+/** Identifies a request by its client IP, as the framework resolved it under trust proxy. */
+export function byIp({ ipv6Subnet = 56 }: IpOptions = {}): Identifier {
+  if (!Number.isInteger(ipv6Subnet) || ipv6Subnet < 1 || ipv6Subnet > 128) {
+    throw new TypeError(
+      `@sentinel/core: \`byIp.ipv6Subnet\` must be an integer from 1 to 128, got ${ipv6Subnet}`,
+    );
+  }
+  return function identifyByIp(req) {
+    const ip = ipIdentity(req.ip, ipv6Subnet);
+    return ip === undefined ? null : { key: `ip:${ip}` };
+  };
+}
+
+/** Tries identifiers in turn; the first that yields an identity (or a 401) wins. */
+export function chain<Req>(...identifiers: Identifier<Req>[]): Identifier<Req> {
+  for (const identifier of identifiers) {
+    if (typeof identifier !== 'function')
+      throw new TypeError('@sentinel/core: `chain` takes identifier functions');
+  }
+  return async function identifyByChain(req) {
+    for (const identifier of identifiers) {
+      const found = await identifier(req);
+      if (found !== null && found !== undefined) return found;
+    }
+    return null;
+  };
+}
