@@ -1,0 +1,2 @@
+// @sentinel/express: placeholder until the adapter lands.
+export {};

@@ -1,0 +1,12 @@
+// Builds @sentinel/express as ESM and CJS with type declarations, then lints the published shape.
+import { defineConfig } from 'tsdown';
+
+export default defineConfig({
+  entry: ['src/index.ts'],
+  format: ['esm', 'cjs'],
+  dts: true,
+  clean: true,
+  platform: 'node',
+  target: 'node20',
+  publint: true,
+});

@@ -1,0 +1,2 @@
+// @sentinel/fastify: placeholder until the adapter lands.
+export {};

@@ -1,0 +1,2 @@
+// @sentinel/koa: placeholder until the adapter lands.
+export {};
