@@ -1,0 +1,158 @@
+// Identifiers: API keys hashed and looked up once, tenant headers, client IPs grouped, chains.
+import { describe, expect, it } from 'vitest';
+import {
+  byApiKey,
+  byHeader,
+  byIp,
+  chain,
+  fingerprint,
+  ipIdentity,
+  ipMatcher,
+  storageIdentity,
+} from '../src/index.ts';
+
+const request = (headers: Record<string, string | string[]>, ip?: string) => ({ headers, ip });
+
+describe('byApiKey', () => {
+  it('reads x-api-key and Authorization: Bearer, and keeps only a hash of the key', async () => {
+    const identify = byApiKey();
+    const fromHeader = await identify(request({ 'x-api-key': 'sk_live_SECRET' }));
+    const fromBearer = await identify(request({ authorization: 'Bearer sk_live_SECRET' }));
+    expect(fromHeader).toEqual({ key: `key:${fingerprint('sk_live_SECRET')}` });
+    expect(fromBearer).toEqual(fromHeader);
+    expect(JSON.stringify(fromHeader)).not.toContain('SECRET');
+  });
+
+  it('yields nothing without a key, for an empty one, or for one longer than any credential', async () => {
+    const identify = byApiKey();
+    expect(await identify(request({}))).toBeNull();
+    expect(await identify(request({ 'x-api-key': '  ' }))).toBeNull();
+    expect(await identify(request({ authorization: 'Basic abc' }))).toBeNull();
+    expect(await identify(request({ 'x-api-key': 'k'.repeat(5000) }))).toBeNull();
+  });
+
+  it('maps keys to tenants and tiers through a lookup asked once per key', async () => {
+    const asked: string[] = [];
+    const identify = byApiKey({
+      lookup: async (key) => {
+        asked.push(key);
+        return key === 'pro-key' ? { tenant: 'acme', tier: 'PRO' } : null;
+      },
+    });
+    const answers = await Promise.all(
+      [1, 2, 3].map(() => identify(request({ 'x-api-key': 'pro-key' }))),
+    );
+    expect(answers).toEqual([1, 2, 3].map(() => ({ key: 'tenant:acme', tier: 'PRO' })));
+    expect(await identify(request({ 'x-api-key': 'nobody' }))).toBeNull();
+    expect(await identify(request({ 'x-api-key': 'nobody' }))).toBeNull();
+    expect(asked).toEqual(['pro-key', 'nobody']);
+  });
+
+  it("answers 'unauthorized' for an unknown key when told to reject", async () => {
+    const identify = byApiKey({ lookup: () => null, unknownKey: 'reject' });
+    expect(await identify(request({ 'x-api-key': 'nobody' }))).toBe('unauthorized');
+  });
+
+  it('asks again after a lookup that failed', async () => {
+    let calls = 0;
+    const identify = byApiKey({
+      lookup: async () => {
+        calls++;
+        if (calls === 1) throw new Error('database down');
+        return { tenant: 't' };
+      },
+    });
+    await expect(identify(request({ 'x-api-key': 'k' }))).rejects.toThrow('database down');
+    expect(await identify(request({ 'x-api-key': 'k' }))).toEqual({ key: 'tenant:t' });
+  });
+
+  it.each([
+    [{ header: 'bad header' }, '`byApiKey.header`'],
+    [{ unknownKey: 'ignore' }, '`byApiKey.unknownKey`'],
+    [{ cacheSize: 0 }, '`byApiKey.cacheSize`'],
+    [{ lookup: 'db' }, '`byApiKey.lookup`'],
+  ])('rejects %j at construction', (options, option) => {
+    expect(() => byApiKey(options as never)).toThrow(TypeError);
+    expect(() => byApiKey(options as never)).toThrow(option);
+  });
+});
+
+describe('byHeader', () => {
+  it('identifies by the header, with an optional tier, reading the first of repeated values', async () => {
+    expect(await byHeader('X-Tenant-Id')(request({ 'x-tenant-id': 'acme' }))).toEqual({
+      key: 'x-tenant-id:acme',
+    });
+    expect(
+      await byHeader('x-tenant-id', { tier: 'PRO' })(request({ 'x-tenant-id': ['a', 'b'] })),
+    ).toEqual({
+      key: 'x-tenant-id:a',
+      tier: 'PRO',
+    });
+    expect(await byHeader('x-tenant-id')(request({}))).toBeNull();
+  });
+});
+
+describe('byIp', () => {
+  it.each([
+    ['203.0.113.7', 'ip:203.0.113.7'],
+    ['::ffff:203.0.113.7', 'ip:203.0.113.7'],
+    ['2001:db8:aa:bb00::1', 'ip:2001:db8:aa:bb00::/56'],
+    ['2001:db8:aa:bbff:ffff::9', 'ip:2001:db8:aa:bb00::/56'],
+    ['2001:db8:aa:cc00::1', 'ip:2001:db8:aa:cc00::/56'],
+  ])('groups %s as %s', async (ip, key) => {
+    expect(await byIp()(request({}, ip))).toEqual({ key });
+  });
+
+  it('takes another IPv6 prefix length, and yields nothing without an address', async () => {
+    expect(ipIdentity('2001:db8:aa:bbcc::1', 64)).toBe('2001:db8:aa:bbcc::/64');
+    expect(await byIp()(request({}, undefined))).toBeNull();
+    expect(await byIp()(request({}, 'not-an-ip'))).toBeNull();
+    expect(() => byIp({ ipv6Subnet: 0 })).toThrow(/`byIp.ipv6Subnet`/);
+  });
+});
+
+describe('chain', () => {
+  it('takes the first identifier that yields', async () => {
+    const identify = chain(byApiKey(), byHeader('x-tenant-id'), byIp());
+    expect(await identify(request({ 'x-tenant-id': 't' }, '198.51.100.1'))).toEqual({
+      key: 'x-tenant-id:t',
+    });
+    expect(await identify(request({}, '198.51.100.1'))).toEqual({ key: 'ip:198.51.100.1' });
+    expect(await identify(request({}))).toBeNull();
+  });
+});
+
+describe('identities in store keys', () => {
+  it('stay readable when short printable ASCII', () => {
+    expect(storageIdentity('ip:203.0.113.7')).toBe('ip:203.0.113.7');
+    expect(storageIdentity('ip:2001:db8::/56')).toBe('ip:2001:db8::/56');
+  });
+
+  it.each([
+    ['a{b}'],
+    ['}{'],
+    ['with space'],
+    ['línea'],
+    ['a\r\nb'],
+    ['x'.repeat(201)],
+    [''],
+    ['~abc'],
+  ])('are fingerprinted when odd: %j', (key) => {
+    const stored = storageIdentity(key);
+    expect(stored).toMatch(/^~[A-Za-z0-9_-]{22}$/);
+    expect(stored).toBe(`~${fingerprint(key)}`);
+  });
+});
+
+describe('ipMatcher', () => {
+  it('matches addresses and ranges of both families, IPv4-mapped ones as IPv4', () => {
+    const allowed = ipMatcher(['10.0.0.0/8', '2001:db8::/32', '192.0.2.1'], 'allowList');
+    expect(allowed('10.1.2.3')).toBe(true);
+    expect(allowed('::ffff:10.1.2.3')).toBe(true);
+    expect(allowed('2001:db8:1::1')).toBe(true);
+    expect(allowed('192.0.2.1')).toBe(true);
+    expect(allowed('192.0.2.2')).toBe(false);
+    expect(allowed(undefined)).toBe(false);
+    expect(() => ipMatcher(['nope'], 'allowList')).toThrow(/`allowList`/);
+  });
+});

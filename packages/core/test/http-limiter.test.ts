@@ -1,0 +1,149 @@
+// createHttpLimiter: the verdicts every adapter turns into responses, from the memory store.
+import { describe, expect, it } from 'vitest';
+import {
+  byApiKey,
+  createHttpLimiter,
+  type Decision,
+  type HttpLimiterOptions,
+  MemoryStore,
+  QUOTA_EXCEEDED,
+} from '../src/index.ts';
+
+const FREE = { FREE: { name: 'free-minute', limit: 2, window: '1m' as const } };
+const client = (ip = '203.0.113.9', headers: Record<string, string> = {}) => ({ headers, ip });
+
+async function drain(options: HttpLimiterOptions, times: number, req = client()) {
+  const limiter = createHttpLimiter(options);
+  const verdicts = [];
+  for (let i = 0; i < times; i++) verdicts.push(await limiter.check(req));
+  return verdicts;
+}
+
+describe('a request over its limit', () => {
+  it('gets a 429 with Retry-After and a quota-exceeded problem naming the policy', async () => {
+    const [, , refused] = await drain({ tiers: FREE }, 3);
+    expect(refused).toMatchObject({ action: 'respond', status: 429 });
+    if (refused?.action !== 'respond') throw new Error('not refused');
+    expect(refused.headers['Retry-After']).toMatch(/^[1-9]\d*$/);
+    expect(refused.body).toMatchObject({
+      type: QUOTA_EXCEEDED,
+      status: 429,
+      'violated-policies': ['free-minute'],
+    });
+  });
+
+  it('passes in shadow mode, with the same headers, and is still reported', async () => {
+    const limited: Decision[] = [];
+    const [, , shadowed] = await drain(
+      { tiers: FREE, mode: 'shadow', onLimited: (_, d) => limited.push(d) },
+      3,
+    );
+    expect(shadowed).toMatchObject({ action: 'next' });
+    expect(shadowed?.headers['Retry-After']).toBeDefined();
+    expect(limited).toHaveLength(1);
+  });
+});
+
+describe('requests left alone', () => {
+  it('by skip or the allow-list carry no decision', async () => {
+    const skipped = await drain({ tiers: FREE, skip: () => true }, 3);
+    expect(skipped.map((v) => [v.action, v.decision])).toEqual(
+      [1, 2, 3].map(() => ['next', undefined]),
+    );
+    const listed = await drain({ tiers: FREE, allowList: ['203.0.113.0/24'] }, 3);
+    expect(listed.every((v) => v.action === 'next' && v.decision === undefined)).toBe(true);
+  });
+});
+
+describe('budgets', () => {
+  it('are shared by limiters of one group and kept apart across groups', async () => {
+    const store = new MemoryStore();
+    const search = createHttpLimiter({ tiers: FREE, group: 'search', store });
+    const alsoSearch = createHttpLimiter({ tiers: FREE, group: 'search', store });
+    const other = createHttpLimiter({ tiers: FREE, group: 'export', store });
+    expect((await search.check(client())).decision?.remaining).toBe(1);
+    expect((await alsoSearch.check(client())).decision?.remaining).toBe(0);
+    expect((await other.check(client())).decision?.remaining).toBe(1);
+  });
+
+  it('charge what cost says, as a number or a function of the request', async () => {
+    const [first] = await drain({ tiers: { FREE: { limit: 10, window: '1m' } }, cost: 4 }, 1);
+    expect(first?.decision?.remaining).toBe(6);
+    const [byPath] = await drain(
+      {
+        tiers: { FREE: { limit: 10, window: '1m' } },
+        cost: (req) => (req.headers['x-heavy'] ? 7 : 1),
+      },
+      1,
+      client('198.51.100.3', { 'x-heavy': '1' }),
+    );
+    expect(byPath?.decision?.remaining).toBe(3);
+  });
+});
+
+describe('identities', () => {
+  it('answer 401 for an API key the lookup rejects', async () => {
+    const [verdict] = await drain(
+      { tiers: FREE, identify: byApiKey({ lookup: () => null, unknownKey: 'reject' }) },
+      1,
+      client('198.51.100.4', { 'x-api-key': 'nobody' }),
+    );
+    expect(verdict).toMatchObject({ action: 'respond', status: 401, body: { status: 401 } });
+  });
+});
+
+describe('failures before the store', () => {
+  it('are reported with the request and let through by default', async () => {
+    const errors: Array<[string, unknown]> = [];
+    const [verdict] = await drain(
+      {
+        tiers: FREE,
+        identify: () => {
+          throw new Error('identify broke');
+        },
+        onError: (error, req) => errors.push([error.message, req.ip]),
+      },
+      1,
+    );
+    expect(verdict).toMatchObject({ action: 'next', decision: undefined });
+    expect(errors).toEqual([['identify broke', '203.0.113.9']]);
+  });
+
+  it('are refused with 503 when failing closed', async () => {
+    const [verdict] = await drain(
+      { tiers: FREE, onStoreError: 'deny', cost: () => -1, onError: () => {} },
+      1,
+    );
+    expect(verdict).toMatchObject({ action: 'respond', status: 503, body: { status: 503 } });
+  });
+
+  it('include an unknown tier, answered by the failure mode', async () => {
+    const errors: string[] = [];
+    const [verdict] = await drain(
+      {
+        tiers: FREE,
+        onStoreError: 'deny',
+        identify: () => ({ key: 'k', tier: 'GOLD' }),
+        onError: (e) => errors.push(e.message),
+      },
+      1,
+    );
+    expect(verdict).toMatchObject({ action: 'respond', status: 503 });
+    expect(errors).toEqual(["No tier named 'GOLD'"]);
+  });
+});
+
+describe('options', () => {
+  it.each([
+    [{ headers: 'draft-99' }, '`headers`'],
+    [{ cost: 0 }, '`cost`'],
+    [{ group: 'a b' }, '`group`'],
+    [{ mode: 'audit' }, '`mode`'],
+    [{ skip: true }, '`skip`'],
+    [{ allowList: ['x'] }, '`allowList`'],
+    [{ identify: 'ip' }, '`identify`'],
+  ])('reject %j at construction', (options, option) => {
+    expect(() => createHttpLimiter({ tiers: FREE, ...(options as object) })).toThrow(TypeError);
+    expect(() => createHttpLimiter({ tiers: FREE, ...(options as object) })).toThrow(option);
+  });
+});
