@@ -19,7 +19,10 @@ import type {
 } from './types.ts';
 
 export interface LimiterOptions {
-  /** Where state lives. @default a MemoryStore, unless `redis` is given */
+  /**
+   * Where state lives. Without `store` or `redis`, limiters share one MemoryStore per process.
+   * @default the process's shared MemoryStore
+   */
   store?: Store;
   /** Shorthand for `store: new RedisStore({ client: redis, timeout, connectTimeout })`. */
   redis?: RedisClient;
@@ -101,6 +104,32 @@ function resolvePlans(options: LimiterOptions): { plans: Map<string, Plan>; fall
   return { plans, fallback };
 }
 
+/**
+ * The store of limiters given neither `store` nor `redis`: one per process, like a Redis all
+ * gateways share, so that what shares a budget (prefix, group, policy) does not depend on the
+ * store. It is closed when the last limiter using it closes.
+ */
+let sharedMemory: { store: MemoryStore; users: number } | undefined;
+
+function acquireSharedMemory(): Store {
+  sharedMemory ??= { store: new MemoryStore(), users: 0 };
+  sharedMemory.users++;
+  const { store } = sharedMemory;
+  let released = false;
+  return {
+    evaluate: (request) => store.evaluate(request),
+    reset: (keys) => store.reset(keys),
+    close() {
+      if (released) return;
+      released = true;
+      if (sharedMemory?.store === store && --sharedMemory.users === 0) {
+        sharedMemory = undefined;
+        store.close();
+      }
+    },
+  };
+}
+
 function resolveStore(options: LimiterOptions): { store: Store; owned: boolean } {
   const { store, redis, timeout, connectTimeout } = options;
   if (store !== undefined) {
@@ -121,7 +150,7 @@ function resolveStore(options: LimiterOptions): { store: Store; owned: boolean }
     };
     return { store: new RedisStore(options), owned: true };
   }
-  return { store: new MemoryStore(), owned: true };
+  return { store: acquireSharedMemory(), owned: true };
 }
 
 export function createLimiter(options: LimiterOptions): Limiter {

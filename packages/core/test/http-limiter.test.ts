@@ -12,8 +12,10 @@ import {
 const FREE = { FREE: { name: 'free-minute', limit: 2, window: '1m' as const } };
 const client = (ip = '203.0.113.9', headers: Record<string, string> = {}) => ({ headers, ip });
 
+// Limiters without a store share the process's memory store: each test counts under its own prefix.
+let tests = 0;
 async function drain(options: HttpLimiterOptions, times: number, req = client()) {
-  const limiter = createHttpLimiter(options);
+  const limiter = createHttpLimiter({ prefix: `http-${++tests}`, ...options });
   const verdicts = [];
   for (let i = 0; i < times; i++) verdicts.push(await limiter.check(req));
   return verdicts;

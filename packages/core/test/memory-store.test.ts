@@ -173,7 +173,7 @@ describe('a process using a MemoryStore', () => {
     outDir = await mkdtemp(join(tmpdir(), 'sentinel-memory-store-'));
     await run(
       join(packageDir, 'node_modules/.bin/tsdown'),
-      ['--no-config', 'src/index.ts', '--format', 'esm', '--platform', 'node', '-d', outDir],
+      ['--no-config', 'src/memory-store.ts', '--format', 'esm', '--platform', 'node', '-d', outDir],
       { cwd: packageDir },
     );
   });
@@ -183,7 +183,7 @@ describe('a process using a MemoryStore', () => {
 
   it('exits on its own: the sweep timer does not keep it alive', async () => {
     const script = `
-      import(${JSON.stringify(join(outDir, 'index.mjs'))}).then(({ MemoryStore }) => {
+      import(${JSON.stringify(join(outDir, 'memory-store.mjs'))}).then(({ MemoryStore }) => {
         const store = new MemoryStore();
         store.evaluate({
           keys: ['k'], policies: [{ name: 'p', limit: 1, windowMs: 3600000, algorithm: 'gcra' }],

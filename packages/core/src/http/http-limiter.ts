@@ -47,6 +47,8 @@ export type Verdict =
   | { action: 'next'; headers: Record<string, string>; decision: Decision | undefined }
   | {
       action: 'respond';
+      /** Over the limit (429), an API key the lookup rejected (401), or failing closed (503). */
+      reason: 'limited' | 'unauthorized' | 'unavailable';
       status: 401 | 429 | 503;
       headers: Record<string, string>;
       body: ProblemDetails;
@@ -117,18 +119,20 @@ export function createHttpLimiter<Req extends RequestLike>(
   }
 
   function respond(
+    reason: 'limited' | 'unauthorized' | 'unavailable',
     status: 401 | 429 | 503,
     headers: Record<string, string>,
     body: ProblemDetails,
     decision?: Decision,
   ): Verdict {
-    return { action: 'respond', status, headers, body, decision };
+    return { action: 'respond', reason, status, headers, body, decision };
   }
 
   /** A failure outside the store (identify, cost, skip): the failure mode decides. */
   function failedBefore(error: unknown, req: Req): Verdict {
     report(error, req);
-    if (failClosed && !shadow) return respond(503, { 'Retry-After': '1' }, unavailable());
+    if (failClosed && !shadow)
+      return respond('unavailable', 503, { 'Retry-After': '1' }, unavailable());
     return { action: 'next', headers: NO_HEADERS, decision: undefined };
   }
 
@@ -150,7 +154,7 @@ export function createHttpLimiter<Req extends RequestLike>(
       return failedBefore(error, req);
     }
     if (identity === 'unauthorized') {
-      if (!shadow) return respond(401, NO_HEADERS, unauthorized());
+      if (!shadow) return respond('unauthorized', 401, NO_HEADERS, unauthorized());
       identity = null;
     }
     const key = identity?.key ?? 'anonymous';
@@ -162,13 +166,13 @@ export function createHttpLimiter<Req extends RequestLike>(
       headers['Retry-After'] = String(retryAfterSeconds(decision));
       return shadow
         ? { action: 'next', headers, decision }
-        : respond(503, headers, unavailable(), decision);
+        : respond('unavailable', 503, headers, unavailable(), decision);
     }
     onLimited?.(req, decision);
     const retryAfter = retryAfterSeconds(decision);
     headers['Retry-After'] = String(retryAfter);
     if (shadow) return { action: 'next', headers, decision };
-    return respond(429, headers, quotaExceeded(decision, retryAfter), decision);
+    return respond('limited', 429, headers, quotaExceeded(decision, retryAfter), decision);
   }
 
   return { check, limiter, close: () => limiter.close() };
