@@ -41,6 +41,7 @@ describe('on a three-master Redis Cluster', () => {
       const limiter = createLimiter({
         redis: connectCluster(version),
         prefix: uniquePrefix('cluster'),
+        timeout: 10_000,
         tiers: { FREE: { limit: 2, window: '1h' }, MIXED: policies },
         onError: (error) => {
           throw error;
@@ -50,6 +51,7 @@ describe('on a three-master Redis Cluster', () => {
         const single = createLimiter({
           redis: connectCluster(version),
           prefix: uniquePrefix('cluster'),
+          timeout: 10_000,
           limit: 2,
           window: '1h',
           algorithm,
