@@ -149,3 +149,24 @@ describe('options', () => {
     expect(() => createHttpLimiter({ tiers: FREE, ...(options as object) })).toThrow(option);
   });
 });
+
+describe('callbacks', () => {
+  it('that throw never change the verdict: onLimited goes to onError, onError to a warning', async () => {
+    const errors: string[] = [];
+    const verdicts = await drain(
+      {
+        tiers: FREE,
+        onLimited: () => {
+          throw new Error('metrics down');
+        },
+        onError: (error) => {
+          errors.push(error.message);
+          throw new Error('logger down');
+        },
+      },
+      3,
+    );
+    expect(verdicts.map((v) => v.action)).toEqual(['next', 'next', 'respond']);
+    expect(errors).toEqual(['metrics down']);
+  });
+});

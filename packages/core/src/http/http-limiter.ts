@@ -34,7 +34,7 @@ export interface HttpLimiterOptions<Req = RequestLike> extends Omit<LimiterOptio
   skip?: (req: Req) => boolean | Promise<boolean>;
   /** Client IPs or CIDR ranges never limited. */
   allowList?: readonly string[];
-  /** Called for every request over its limit, in shadow mode too. */
+  /** Called for every request over its limit, in shadow mode too. What it throws goes to `onError`. */
   onLimited?: (req: Req, decision: Decision) => void;
   /** Called for every failure: the store, an unknown tier, or an `identify`, `cost` or `skip` that threw. */
   onError?: (error: Error, req: Req) => void;
@@ -111,11 +111,24 @@ export function createHttpLimiter<Req extends RequestLike>(
     onError: () => {},
   });
 
+  // Callbacks observe; a callback that throws must not turn a request into a 500.
   function report(error: unknown, req: Req): void {
     const reported =
       error instanceof Error ? error : new SentinelError('STORE_FAILED', String(error));
-    if (onError) onError(reported, req);
-    else process.emitWarning(`@sentinel: ${reported.message}`, 'SentinelWarning');
+    try {
+      if (onError) onError(reported, req);
+      else process.emitWarning(`@sentinel: ${reported.message}`, 'SentinelWarning');
+    } catch (thrown) {
+      process.emitWarning(`@sentinel: onError threw: ${String(thrown)}`, 'SentinelWarning');
+    }
+  }
+
+  function limited(req: Req, decision: Decision): void {
+    try {
+      onLimited?.(req, decision);
+    } catch (error) {
+      report(error, req);
+    }
   }
 
   function respond(
@@ -168,7 +181,7 @@ export function createHttpLimiter<Req extends RequestLike>(
         ? { action: 'next', headers, decision }
         : respond('unavailable', 503, headers, unavailable(), decision);
     }
-    onLimited?.(req, decision);
+    limited(req, decision);
     const retryAfter = retryAfterSeconds(decision);
     headers['Retry-After'] = String(retryAfter);
     if (shadow) return { action: 'next', headers, decision };
