@@ -9,4 +9,6 @@ export default defineConfig({
   platform: 'node',
   target: 'node20',
   publint: true,
+  // The plugin is both the default and a named export; CommonJS gets them as named properties.
+  outputOptions: { exports: 'named' },
 });

@@ -1,4 +1,6 @@
 // The conformance suite's Express driver: an Express 5 app limited with app.use and per-route middleware.
+
+import { mergeHttpLimiterOptions } from '@sentinel/core';
 import {
   type RateLimitMiddleware,
   type RateLimitOptions,
@@ -33,7 +35,7 @@ async function start(spec: AppSpec): Promise<RunningApp> {
     for (const route of routes) {
       if (route.rateLimit === false) app.get(route.path, answer);
       else if (route.rateLimit) {
-        app.get(route.path, limit({ ...spec.options, ...route.rateLimit }), answer);
+        app.get(route.path, limit(mergeHttpLimiterOptions(spec.options, route.rateLimit)), answer);
       }
     }
     app.use(limit(spec.options));

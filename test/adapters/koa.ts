@@ -1,5 +1,5 @@
 // The conformance suite's Koa app: a path switch for routing, one rateLimit middleware per route budget.
-import type { Decision } from '@sentinel/core';
+import { type Decision, mergeHttpLimiterOptions } from '@sentinel/core';
 import { type RateLimitMiddleware, type RateLimitOptions, rateLimit } from '@sentinel/koa';
 // Koa resolves from packages/koa, which depends on it; the root does not.
 import { Koa, serve } from '../../packages/koa/test/apps.ts';
@@ -30,7 +30,11 @@ export const driver: AdapterDriver = {
       const own = route.rateLimit;
       byPath.set(
         route.path,
-        own === undefined ? appLimiter : own === false ? null : limited({ ...options, ...own }),
+        own === undefined
+          ? appLimiter
+          : own === false
+            ? null
+            : limited(mergeHttpLimiterOptions(options, own)),
       );
     }
 

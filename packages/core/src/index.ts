@@ -19,6 +19,7 @@ export {
   createHttpLimiter,
   type HttpLimiter,
   type HttpLimiterOptions,
+  mergeHttpLimiterOptions,
   type Verdict,
 } from './http/http-limiter.ts';
 export {

@@ -9,7 +9,14 @@ import {
   resolveHeaderFormats,
   retryAfterSeconds,
 } from './headers.ts';
-import { byApiKey, byIp, chain, type Identifier, type RequestLike } from './identity.ts';
+import {
+  byApiKey,
+  byIp,
+  chain,
+  type Identifier,
+  type Identity,
+  type RequestLike,
+} from './identity.ts';
 import { type ProblemDetails, quotaExceeded, unauthorized, unavailable } from './problem.ts';
 
 export interface HttpLimiterOptions<Req = RequestLike> extends Omit<LimiterOptions, 'onError'> {
@@ -62,6 +69,34 @@ export interface HttpLimiter<Req> {
 }
 
 const GROUP = /^[A-Za-z0-9_.-]{1,64}$/;
+/** What an unknown API key is counted by in shadow mode, where it may not be refused. */
+const identifyByIp = byIp() as (req: RequestLike) => Identity | null;
+
+/**
+ * A route's options over the app's, as every adapter layers them. Options that cannot be
+ * combined replace each other: a route naming its own policies (`policies`, `tiers`, or
+ * `limit`/`window`/`algorithm`) replaces the app's, and one naming `store` or `redis` replaces
+ * the app's store.
+ */
+export function mergeHttpLimiterOptions<Req>(
+  base: HttpLimiterOptions<Req>,
+  route: Partial<HttpLimiterOptions<Req>>,
+): HttpLimiterOptions<Req> {
+  const merged: HttpLimiterOptions<Req> = { ...base };
+  const names = (...keys: (keyof HttpLimiterOptions<Req>)[]) =>
+    keys.some((key) => route[key] !== undefined);
+  if (names('policies', 'tiers')) {
+    for (const key of ['limit', 'window', 'algorithm'] as const) delete merged[key];
+  }
+  if (names('policies', 'tiers', 'limit', 'window', 'algorithm')) {
+    for (const key of ['policies', 'tiers', 'defaultTier'] as const) delete merged[key];
+  }
+  if (names('store')) {
+    for (const key of ['redis', 'timeout', 'connectTimeout'] as const) delete merged[key];
+  }
+  if (names('redis')) delete merged.store;
+  return { ...merged, ...route };
+}
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 function fail(option: string, problem: string): never {
@@ -168,7 +203,8 @@ export function createHttpLimiter<Req extends RequestLike>(
     }
     if (identity === 'unauthorized') {
       if (!shadow) return respond('unauthorized', 401, NO_HEADERS, unauthorized());
-      identity = null;
+      // Shadow mode may not refuse it: count the request as if it carried no key.
+      identity = await identifyByIp(req);
     }
     const key = identity?.key ?? 'anonymous';
     const decision = await limiter.consume(key, { cost: units, tier: identity?.tier });

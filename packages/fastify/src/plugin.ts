@@ -1,0 +1,91 @@
+// The Fastify plugin: one request hook limits each route by its own options or the plugin's.
+import { createHttpLimiter, type HttpLimiter, mergeHttpLimiterOptions } from '@sentinel/core';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import {
+  type RateLimitHook,
+  type RouteRateLimitOptions,
+  SENTINEL_HOOKS,
+  type SentinelOptions,
+} from './types.ts';
+
+type Options = RouteRateLimitOptions;
+type RouteLimiter = HttpLimiter<FastifyRequest>;
+
+const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fastify, options) {
+  const { hook = 'onRequest', global = true, handler, ...base } = options;
+  if (!SENTINEL_HOOKS.includes(hook)) {
+    throw new TypeError(`@sentinel/fastify: \`hook\` must be one of ${SENTINEL_HOOKS.join(', ')}`);
+  }
+  if (typeof global !== 'boolean')
+    throw new TypeError('@sentinel/fastify: `global` must be a boolean');
+  if (handler !== undefined && typeof handler !== 'function') {
+    throw new TypeError('@sentinel/fastify: `handler` must be a function');
+  }
+  const limiters = new WeakMap<Options, RouteLimiter>();
+  const built: RouteLimiter[] = [];
+
+  /** One limiter per options object, so a GET and its HEAD route share theirs. */
+  function build(own: Options): RouteLimiter {
+    let limiter = limiters.get(own);
+    if (limiter) return limiter;
+    limiter = createHttpLimiter(own === base ? base : mergeHttpLimiterOptions(base, own));
+    limiters.set(own, limiter);
+    built.push(limiter);
+    return limiter;
+  }
+
+  function routeLimiter(own: Options | false | undefined): RouteLimiter | undefined {
+    if (own === undefined) return global ? build(base) : undefined;
+    if (own === false) return undefined;
+    if (typeof own !== 'object' || own === null) {
+      throw new TypeError('@sentinel/fastify: `config.rateLimit` must be an object or false');
+    }
+    return build(own);
+  }
+
+  async function limit(limiter: RouteLimiter, request: FastifyRequest, reply: FastifyReply) {
+    const verdict = await limiter.check(request);
+    request.rateLimit = verdict.decision ?? null;
+    reply.headers(verdict.headers);
+    if (verdict.action === 'next') return undefined;
+    reply.code(verdict.status);
+    if (handler && verdict.reason === 'limited' && verdict.decision) {
+      await handler(request, reply, verdict.decision);
+    } else {
+      reply.type('application/problem+json').send(verdict.body);
+    }
+    // A reply settles once it is written: awaiting it keeps Fastify from running later hooks
+    // or the route while async onSend hooks are still at work.
+    return reply;
+  }
+
+  if (global) build(base);
+  fastify.decorateRequest('rateLimit', null);
+  fastify.decorate('rateLimit', function rateLimit(own?: Options): RateLimitHook {
+    const limiter = build(own ?? base);
+    return function sentinelRouteHook(request, reply) {
+      return limit(limiter, request, reply);
+    };
+  });
+  // Builds each route's limiter as the route is added, so that bad options fail at startup.
+  // Routes added before the plugin never pass here: theirs is built at their first request.
+  fastify.addHook('onRoute', function sentinelRoute(route) {
+    routeLimiter(route.config?.rateLimit);
+  });
+  // Fastify gives this hook to the context and to its child contexts, older ones included; each
+  // request finds its route's limiter from the route's config.
+  fastify.addHook(hook as 'onRequest', async function sentinelHook(request, reply) {
+    const limiter = routeLimiter(request.routeOptions.config?.rateLimit);
+    if (limiter) return limit(limiter, request, reply);
+  });
+  fastify.addHook('onClose', async function closeSentinel() {
+    await Promise.all(built.map((limiter) => limiter.close()));
+  });
+};
+
+/**
+ * Rate limits every route, or the routes whose `config.rateLimit` asks for it.
+ * @example await app.register(sentinel, { tiers: { FREE: { limit: 10, window: '1m' } }, redis })
+ */
+export const sentinel = fp(plugin, { fastify: '5.x', name: '@sentinel/fastify' });

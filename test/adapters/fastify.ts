@@ -1,0 +1,31 @@
+// The Fastify driver of the conformance suite: the plugin at the root, per-route options in config.
+
+import { sentinel } from '../../packages/fastify/src/index.ts';
+import { Fastify, type FastifyRequest } from '../../packages/fastify/test/framework.ts';
+import type { AdapterDriver, RouteBody } from './driver.ts';
+
+async function answer(request: FastifyRequest): Promise<RouteBody> {
+  return { ok: true, rateLimit: request.rateLimit };
+}
+
+export const driver: AdapterDriver = {
+  name: 'fastify',
+  async start(spec) {
+    const app = Fastify({ trustProxy: spec.trustProxy ?? true });
+    await app.register(sentinel, {
+      ...spec.options,
+      ...(spec.customHandler && {
+        handler: (_request, reply, decision) => {
+          reply.code(418).send({ custom: true, policy: decision.policy });
+        },
+      }),
+    });
+    app.get('/', answer);
+    for (const route of spec.routes ?? []) {
+      const config = route.rateLimit === undefined ? {} : { rateLimit: route.rateLimit };
+      app.get(route.path, { config }, answer);
+    }
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    return { url, close: () => app.close() };
+  },
+};
