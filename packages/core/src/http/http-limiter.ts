@@ -146,13 +146,21 @@ export function createHttpLimiter<Req extends RequestLike>(
     onError: () => {},
   });
 
+  let warned = false;
   // Callbacks observe; a callback that throws must not turn a request into a 500.
   function report(error: unknown, req: Req): void {
     const reported =
       error instanceof Error ? error : new SentinelError('STORE_FAILED', String(error));
     try {
-      if (onError) onError(reported, req);
-      else process.emitWarning(`@sentinel: ${reported.message}`, 'SentinelWarning');
+      if (onError) {
+        onError(reported, req);
+      } else if (!warned) {
+        warned = true;
+        process.emitWarning(
+          `@sentinel: ${reported.message} (further failures are silent without onError)`,
+          'SentinelWarning',
+        );
+      }
     } catch (thrown) {
       process.emitWarning(`@sentinel: onError threw: ${String(thrown)}`, 'SentinelWarning');
     }
