@@ -1,0 +1,158 @@
+// The conformance matrix (each adapter × memory and Redis) and the HTTP helpers scenarios share.
+import { connect as connectSocket } from 'node:net';
+import type { Redis } from 'ioredis';
+import { afterEach, describe } from 'vitest';
+import { type HttpLimiterOptions, MemoryStore } from '../../packages/core/src/index.ts';
+import type { AdapterDriver, AppSpec, RouteBody } from '../adapters/driver.ts';
+import { driver as express } from '../adapters/express.ts';
+import { driver as fastify } from '../adapters/fastify.ts';
+import { driver as koa } from '../adapters/koa.ts';
+import { connect, uniquePrefix } from '../harness/clients.ts';
+
+/** Every adapter the suite covers; each scenario runs against all of them. */
+export const ADAPTERS: readonly AdapterDriver[] = [express, koa, fastify];
+
+export const STORES = ['memory', 'redis'] as const;
+export type StoreName = (typeof STORES)[number];
+
+/** The store part of the options, with a prefix no other test uses. */
+export interface StoreSetup {
+  options: Pick<HttpLimiterOptions, 'store' | 'redis' | 'prefix' | 'timeout'>;
+  prefix: string;
+  /** The client the limiter uses, for the Redis store: to SCAN what it wrote. */
+  redis?: Redis;
+}
+
+let client: Redis | undefined;
+const stores: MemoryStore[] = [];
+const apps: Array<{ close(): Promise<void> }> = [];
+
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((app) => app.close()));
+  for (const store of stores.splice(0)) store.close();
+});
+
+/**
+ * A fresh store. The memory store is one instance the app's limiters share, as a user would pass
+ * it, so that groups and per-route limiters can meet. Redis gets a generous deadline: these
+ * scenarios are about behaviour, and the failure scenarios have their own server.
+ */
+export function useStore(name: StoreName): StoreSetup {
+  const prefix = uniquePrefix('conformance');
+  if (name === 'memory') {
+    const store = new MemoryStore();
+    stores.push(store);
+    return { options: { store, prefix }, prefix };
+  }
+  client ??= connect();
+  return { options: { redis: client, prefix, timeout: 10_000 }, prefix, redis: client };
+}
+
+/** The Redis client of a Redis store setup. */
+export function redisOf(store: StoreSetup): Redis {
+  if (!store.redis) throw new Error('this scenario needs the Redis store');
+  return store.redis;
+}
+
+/** Runs `scenarios` once per adapter and store, as `<adapter> › <store> store › ...`. */
+export function conformance(
+  scenarios: (driver: AdapterDriver, store: StoreName) => void,
+  storeNames: readonly StoreName[] = STORES,
+): void {
+  for (const driver of ADAPTERS) {
+    describe(driver.name, () => {
+      for (const store of storeNames) describe(`${store} store`, () => scenarios(driver, store));
+    });
+  }
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  /** The JSON body, or the text when it is not JSON. */
+  body: unknown;
+  text: string;
+}
+
+export interface App {
+  url: string;
+  get(path?: string, headers?: Record<string, string>): Promise<Reply>;
+}
+
+/** Starts the driver's app, closed after the test. */
+export async function startApp(driver: AdapterDriver, spec: AppSpec): Promise<App> {
+  const running = await driver.start(spec);
+  apps.push(running);
+  return {
+    url: running.url,
+    async get(path = '/', headers = {}) {
+      const response = await fetch(running.url + path, { headers });
+      const text = await response.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {}
+      return { status: response.status, headers: response.headers, body, text };
+    },
+  };
+}
+
+/** Sends `count` requests one after another and returns the replies. */
+export async function getMany(
+  app: App,
+  count: number,
+  path = '/',
+  headers: Record<string, string> = {},
+): Promise<Reply[]> {
+  const replies: Reply[] = [];
+  for (let i = 0; i < count; i++) replies.push(await app.get(path, headers));
+  return replies;
+}
+
+/** The decision a route exposed (`req.rateLimit` and its kin), from a 200 reply. */
+export function exposed(reply: Reply | undefined): RouteBody['rateLimit'] | undefined {
+  return (reply?.body as RouteBody | undefined)?.rateLimit;
+}
+
+/** Response header names that belong to any RateLimit format. */
+export function rateLimitHeaderNames(headers: Headers): string[] {
+  return [...headers.keys()].filter((name) => /^(x-)?ratelimit/i.test(name));
+}
+
+/**
+ * A GET written byte for byte on a socket, for header values fetch refuses to send (CR, LF,
+ * raw UTF-8). Resolves with the status code, or 0 when the server closed without answering.
+ */
+export function rawGet(url: string, path: string, headerLines: readonly Buffer[]): Promise<number> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connectSocket(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const head = /^HTTP\/1\.[01] (\d{3})/.exec(Buffer.concat(chunks).toString('latin1'));
+      resolve(head ? Number(head[1]) : 0);
+    });
+    socket.write(
+      Buffer.concat([
+        Buffer.from(`GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nConnection: close\r\n`),
+        ...headerLines.flatMap((line) => [line, Buffer.from('\r\n')]),
+        Buffer.from('\r\n'),
+      ]),
+    );
+  });
+}
+
+/** Every key under `prefix`, by SCAN. */
+export async function scanKeys(redis: Redis, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  return keys;
+}
