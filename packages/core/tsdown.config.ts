@@ -1,12 +1,5 @@
-// Builds @sentinel/core as ESM and CJS with type declarations, then lints the published shape.
+// Builds @sentinel/core with the build every package shares.
 import { defineConfig } from 'tsdown';
+import { packageBuild } from '../../tsdown.base.ts';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  platform: 'node',
-  target: 'node20',
-  publint: true,
-});
+export default defineConfig(packageBuild);

@@ -1,14 +1,9 @@
-// Builds @sentinel/fastify as ESM and CJS with type declarations, then lints the published shape.
+// Builds @sentinel/fastify with the build every package shares.
 import { defineConfig } from 'tsdown';
+import { packageBuild } from '../../tsdown.base.ts';
 
 export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  platform: 'node',
-  target: 'node20',
-  publint: true,
+  ...packageBuild,
   // The plugin is both the default and a named export; CommonJS gets them as named properties.
   outputOptions: { exports: 'named' },
 });
