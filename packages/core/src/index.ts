@@ -38,6 +38,14 @@ export {
 export { type ProblemDetails, QUOTA_EXCEEDED } from './http/problem.ts';
 export { createLimiter, type Limiter, type LimiterOptions } from './limiter.ts';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
+export { createRedisClient, LIMITER_CLIENT_OPTIONS } from './redis-client.ts';
+export {
+  type IoredisLikeClient,
+  type NodeRedisLikeClient,
+  type RedisConnection,
+  type SupportedRedisClient,
+  toRedisConnection,
+} from './redis-connection.ts';
 export { type RedisClient, RedisStore, type RedisStoreOptions } from './redis-store.ts';
 export { evaluateScript, isNoScriptError, type ScriptClient } from './script-evaluator.ts';
 export { EPOCH_MS, type LuaScript, type ScriptName, scripts } from './scripts.generated.ts';

@@ -5,6 +5,8 @@ import { SentinelError } from './errors.ts';
 import { storageIdentity } from './fingerprint.ts';
 import { MemoryStore } from './memory-store.ts';
 import { type Plan, resolvePlan } from './policy.ts';
+import { createRedisClient } from './redis-client.ts';
+import { toRedisConnection } from './redis-connection.ts';
 import { type RedisClient, RedisStore } from './redis-store.ts';
 import type {
   Algorithm,
@@ -24,8 +26,17 @@ export interface LimiterOptions {
    * @default the process's shared MemoryStore
    */
   store?: Store;
-  /** Shorthand for `store: new RedisStore({ client: redis, timeout, connectTimeout })`. */
+  /**
+   * An ioredis, iovalkey or node-redis client (`Redis` or `Cluster`): shorthand for
+   * `store: new RedisStore({ client: redis, timeout, connectTimeout })`. It stays yours to close.
+   */
   redis?: RedisClient;
+  /**
+   * A Redis URL, or several for a Cluster: the limiter builds its own client with
+   * `createRedisClient`, and closes it on `close()`.
+   * @example 'redis://10.0.0.5:6379'
+   */
+  redisUrl?: string | readonly string[];
   /**
    * The policies every request must satisfy, when no tier applies.
    * @example [{ limit: 20, window: '1s' }, { limit: 1000, window: '1h' }]
@@ -69,7 +80,10 @@ export interface Limiter {
   peek(key: string, options?: ConsumeOptions): Promise<Decision>;
   /** Deletes the key's state: for the tier named, or for every tier. */
   reset(key: string, options?: Pick<ConsumeOptions, 'tier'>): Promise<void>;
-  /** Stops timers and closes the stores the limiter created. A client you passed stays open. */
+  /**
+   * Stops timers and closes the stores the limiter created, and the client it built from
+   * `redisUrl`. A client you passed as `redis` stays open.
+   */
   close(): Promise<void>;
 }
 
@@ -130,10 +144,18 @@ function acquireSharedMemory(): Store {
   };
 }
 
-function resolveStore(options: LimiterOptions): { store: Store; owned: boolean } {
-  const { store, redis, timeout, connectTimeout } = options;
+function resolveStore(options: LimiterOptions): {
+  store: Store;
+  owned: boolean;
+  client?: RedisClient;
+} {
+  const { store, redis, redisUrl, timeout, connectTimeout } = options;
+  if (redis !== undefined && redisUrl !== undefined) {
+    fail('redisUrl', 'cannot be combined with `redis`');
+  }
   if (store !== undefined) {
     if (redis !== undefined) fail('redis', 'cannot be combined with `store`');
+    if (redisUrl !== undefined) fail('redisUrl', 'cannot be combined with `store`');
     for (const [name, value] of Object.entries({ timeout, connectTimeout })) {
       if (value !== undefined)
         fail(name, 'belongs to the store: pass it to the RedisStore you give as `store`');
@@ -142,13 +164,17 @@ function resolveStore(options: LimiterOptions): { store: Store; owned: boolean }
       fail('store', 'must be a RedisStore, a MemoryStore or another Store');
     return { store, owned: false };
   }
-  if (redis !== undefined) {
+  if (redis !== undefined || redisUrl !== undefined) {
+    const client = redis ?? createRedisClient(redisUrl as string | readonly string[]);
     const options = {
-      client: redis,
+      client,
       ...(timeout !== undefined && { timeout }),
       ...(connectTimeout !== undefined && { connectTimeout }),
     };
-    return { store: new RedisStore(options), owned: true };
+    const built = new RedisStore(options);
+    return redis === undefined
+      ? { store: built, owned: true, client }
+      : { store: built, owned: true };
   }
   return { store: acquireSharedMemory(), owned: true };
 }
@@ -171,7 +197,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   if (clock !== undefined && typeof clock !== 'function')
     fail('clock', 'must be a function returning Unix milliseconds');
   const { plans, fallback } = resolvePlans(options);
-  const { store, owned } = resolveStore(options);
+  const { store, owned, client: ownClient } = resolveStore(options);
   const breaker = breakerOptions === false ? undefined : new CircuitBreaker(breakerOptions);
   const local = onStoreError === 'local' ? new MemoryStore() : undefined;
   let warned = false;
@@ -295,6 +321,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
     async close() {
       local?.close();
       if (owned) await store.close();
+      // A client built from redisUrl is the limiter's own; one passed as `redis` stays open.
+      if (ownClient)
+        await toRedisConnection(ownClient)
+          .quit()
+          .catch(() => {});
     },
   };
 }

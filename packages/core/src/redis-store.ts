@@ -1,17 +1,16 @@
 // The Redis store: one script call per decision, under a deadline that tells down from busy.
 import { SentinelError } from './errors.ts';
-import { evaluateScript, type ScriptClient } from './script-evaluator.ts';
+import {
+  type RedisConnection,
+  type SupportedRedisClient,
+  toRedisConnection,
+} from './redis-connection.ts';
+import { evaluateScript } from './script-evaluator.ts';
 import { scripts } from './scripts.generated.ts';
 import type { Store, StoreReply, StoreRequest } from './types.ts';
 
-/** What the store uses of a client: an ioredis `Redis` or `Cluster`, version 5 or 6. */
-export interface RedisClient extends ScriptClient {
-  readonly status: string;
-  del(...keys: string[]): Promise<number>;
-  connect(): Promise<void>;
-  on(event: 'ready', listener: () => void): unknown;
-  removeListener(event: 'ready', listener: () => void): unknown;
-}
+/** A client the store can use: ioredis 5 or 6, iovalkey or node-redis 5+, `Redis` or `Cluster`. */
+export type RedisClient = SupportedRedisClient;
 
 export interface RedisStoreOptions {
   client: RedisClient;
@@ -44,9 +43,6 @@ interface Pending {
  */
 type Command = (stillWanted: () => boolean) => Promise<unknown>;
 
-/** Client states before its first `ready`: calls wait for the connection instead of failing. */
-const FIRST_CONNECT = new Set(['wait', 'connecting', 'connect']);
-
 function positiveInteger(value: unknown, option: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
     throw new TypeError(
@@ -57,7 +53,8 @@ function positiveInteger(value: unknown, option: string): number {
 }
 
 export class RedisStore implements Store {
-  readonly #client: RedisClient;
+  readonly #client: RedisConnection;
+  readonly #unsubscribe: () => void;
   readonly #timeout: number;
   readonly #connectTimeout: number;
   /** Calls in flight, oldest first; settled ones are dropped from the front as the timer passes. */
@@ -81,41 +78,28 @@ export class RedisStore implements Store {
   };
 
   constructor({ client, timeout = 50, connectTimeout = 500 }: RedisStoreOptions) {
-    if (
-      typeof client?.evalsha !== 'function' ||
-      typeof client.eval !== 'function' ||
-      typeof client.on !== 'function'
-    ) {
-      throw new TypeError('@sentinel/core: `client` must be an ioredis Redis or Cluster client');
-    }
-    this.#client = client;
+    this.#client = toRedisConnection(client);
     this.#timeout = positiveInteger(timeout, 'timeout');
     this.#connectTimeout = positiveInteger(connectTimeout, 'connectTimeout');
-    this.#everReady = client.status === 'ready';
-    client.on('ready', this.#onReady);
+    this.#everReady = this.#client.isReady();
+    this.#unsubscribe = this.#client.onReady(this.#onReady);
   }
 
   evaluate(request: StoreRequest): Promise<StoreReply> {
     const { keys, now, cost, apply, args, script } = request;
-    const keysAndArgs = [
-      ...keys,
-      now === undefined ? '' : String(now),
-      String(cost),
-      apply ? '1' : '0',
-      ...args,
-    ];
+    const argv = [now === undefined ? '' : String(now), String(cost), apply ? '1' : '0', ...args];
     return this.#call((stillWanted) =>
-      evaluateScript(this.#client, scripts[script], keys.length, keysAndArgs, stillWanted),
+      evaluateScript(this.#client, scripts[script], keys, argv, stillWanted),
     ) as Promise<StoreReply>;
   }
 
   async reset(keys: readonly string[]): Promise<void> {
-    await this.#call(() => this.#client.del(...keys));
+    await this.#call(() => this.#client.del(keys));
   }
 
   /** Stops the deadline timer and fails calls still in flight. The client stays open: it is yours. */
   close(): void {
-    this.#client.removeListener('ready', this.#onReady);
+    this.#unsubscribe();
     this.#stopTimer();
     const closed = new SentinelError('STORE_UNAVAILABLE', 'The Redis store was closed');
     for (const pending of this.#pending) this.#fail(pending, closed);
@@ -133,16 +117,18 @@ export class RedisStore implements Store {
         resolve,
         reject,
       };
-      const status = this.#client.status;
-      if (status === 'ready') {
+      const client = this.#client;
+      if (client.isReady()) {
         this.#send(command, pending, now);
-      } else if (!this.#everReady && FIRST_CONNECT.has(status)) {
+      } else if (!this.#everReady && !client.isClosed()) {
+        // Before the first connection: wait for it rather than wave a start-up burst through.
         this.#held.push((readyAt) => this.#send(command, pending, readyAt));
-        if (status === 'wait') this.#client.connect().catch(() => {});
+        client.connectIfLazy();
       } else {
         // The connection was up and is lost: failing now beats queueing a command that may be
         // replayed later and consume quota nobody is waiting for.
-        reject(new SentinelError('STORE_UNAVAILABLE', `The Redis connection is ${status}`));
+        const state = client.isClosed() ? 'closed' : 'down';
+        reject(new SentinelError('STORE_UNAVAILABLE', `The Redis connection is ${state}`));
         return;
       }
       this.#pending.push(pending);
@@ -169,7 +155,7 @@ export class RedisStore implements Store {
         pending.resolve(reply);
       },
       (error: unknown) => {
-        const replied = error instanceof Error && error.name === 'ReplyError';
+        const replied = this.#client.isReplyError(error);
         if (replied) this.#replied();
         const message = error instanceof Error ? error.message : String(error);
         this.#fail(

@@ -1,11 +1,9 @@
 // Runs a script by SHA, sending its source only when Redis answers NOSCRIPT.
+import type { RedisConnection } from './redis-connection.ts';
 import type { LuaScript } from './scripts.generated.ts';
 
-/** The two commands the evaluator needs; an ioredis Redis or Cluster client has both. */
-export interface ScriptClient {
-  evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
-  eval(source: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
-}
+/** The two commands the evaluator needs, as every RedisConnection has them. */
+export type ScriptClient = Pick<RedisConnection, 'evalsha' | 'eval'>;
 
 export function isNoScriptError(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
@@ -20,13 +18,13 @@ export function isNoScriptError(error: unknown): boolean {
 export function evaluateScript(
   client: ScriptClient,
   script: LuaScript,
-  numKeys: number,
-  keysAndArgs: string[],
+  keys: readonly string[],
+  args: readonly string[],
   onNoScript?: () => boolean,
 ): Promise<unknown> {
-  return client.evalsha(script.sha1, numKeys, ...keysAndArgs).catch((error: unknown) => {
+  return client.evalsha(script.sha1, keys, args).catch((error: unknown) => {
     if (!isNoScriptError(error)) throw error;
     if (onNoScript?.() === false) throw error;
-    return client.eval(script.source, numKeys, ...keysAndArgs);
+    return client.eval(script.source, keys, args);
   });
 }

@@ -9,9 +9,9 @@ import {
   createLimiter,
   type Decision,
   formatWindow,
+  type IoredisLikeClient,
   MemoryStore,
   type PolicyOptions,
-  type RedisClient,
   RedisStore,
 } from '../src/index.ts';
 
@@ -87,7 +87,7 @@ function stepMs(step: Step, policies: readonly Policy[]): number {
  * keys never do, so the memory store's expiry on the injected clock is checked against keys
  * kept at their stored state, which must decide as a full one once expired.
  */
-function persisting(redis: Redis): RedisClient {
+function persisting(redis: Redis): IoredisLikeClient {
   async function thenPersist(
     queue: (tx: ReturnType<Redis['multi']>) => unknown,
     keys: string[],
@@ -112,12 +112,13 @@ function persisting(redis: Redis): RedisClient {
     connect: () => redis.connect(),
     on: (event, listener) => redis.on(event, listener),
     removeListener: (event, listener) => redis.removeListener(event, listener),
+    quit: () => redis.quit(),
   };
 }
 
 let redis: Redis;
 /** The RedisStore's clients: ioredis 6 (RESP3) and ioredis 5 (RESP2), both persisting. */
-const clients = new Map<ClientName, RedisClient>();
+const clients = new Map<ClientName, IoredisLikeClient>();
 beforeAll(async () => {
   redis = connect();
   for (const name of CLIENTS) {
@@ -164,7 +165,7 @@ async function agree(
   const memory = new MemoryStore();
   const inMemory = createLimiter({ ...options, store: memory });
   const remote = new RedisStore({
-    client: clients.get(over) as RedisClient,
+    client: clients.get(over) as IoredisLikeClient,
     timeout: 10_000,
     connectTimeout: 10_000,
   });

@@ -12,6 +12,7 @@ import {
   type ScriptName,
   type SentinelError,
   scripts,
+  toRedisConnection,
 } from '../src/index.ts';
 
 const run = promisify(execFile);
@@ -37,15 +38,12 @@ describe.each(CLIENTS)('replies over %s', (client) => {
     const redis = connect(client);
     const key = `${uniquePrefix()}:{id}:p`;
     const policy = name === 'mixed' ? 'gcra' : name;
-    const reply = await evaluateScript(redis, scripts[name], 1, [
-      key,
-      '',
-      '2',
-      '1',
-      policy,
-      '7',
-      '60001',
-    ]);
+    const reply = await evaluateScript(
+      toRedisConnection(redis),
+      scripts[name],
+      [key],
+      ['', '2', '1', policy, '7', '60001'],
+    );
     expect(Array.isArray(reply)).toBe(true);
     expect(reply).toHaveLength(5);
     for (const value of reply as unknown[]) expect(Number.isInteger(value)).toBe(true);

@@ -1,0 +1,71 @@
+// createRedisClient: an ioredis client with the settings a rate limiter wants.
+import { createRequire } from 'node:module';
+import type { IoredisLikeClient } from './redis-connection.ts';
+
+/**
+ * Settings for a limiter's connection. Nothing queues while disconnected and nothing is re-sent
+ * after a reconnect, so a call that already failed open cannot consume quota later; retries are
+ * bounded; reconnects come quickly, so limiting resumes soon after Redis does; keep-alive finds
+ * dead peers.
+ */
+export const LIMITER_CLIENT_OPTIONS = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  autoResendUnfulfilledCommands: false,
+  keepAlive: 10_000,
+  connectTimeout: 2_000,
+  retryStrategy: (attempt: number) => Math.min(attempt * 100, 500),
+} as const;
+
+function seeds(url: string | readonly string[]): string[] {
+  const list = (typeof url === 'string' ? url.split(',') : [...url]).map((u) => u.trim());
+  if (list.length === 0 || list.some((u) => !/^rediss?:\/\/./.test(u))) {
+    throw new TypeError(
+      `@sentinel/core: \`redisUrl\` must be redis:// or rediss:// URLs, got ${JSON.stringify(url)}`,
+    );
+  }
+  return list;
+}
+
+/**
+ * An ioredis `Redis` for one URL, or a `Cluster` for several (a list, or one string separated by
+ * commas), with {@link LIMITER_CLIENT_OPTIONS}. `options` are ioredis options layered over them.
+ * ioredis must be installed.
+ * @example createRedisClient('redis://10.0.0.5:6379')
+ * @example createRedisClient(['redis://10.0.0.5:7000', 'redis://10.0.0.6:7000'])
+ */
+export function createRedisClient(
+  url: string | readonly string[],
+  options: Record<string, unknown> = {},
+): IoredisLikeClient {
+  const nodes = seeds(url);
+  let ioredis: {
+    Redis: new (...args: unknown[]) => unknown;
+    Cluster: new (...args: unknown[]) => unknown;
+  };
+  try {
+    ioredis = createRequire(import.meta.url)('ioredis');
+  } catch {
+    throw new TypeError(
+      '@sentinel/core: `redisUrl` needs the ioredis package: npm install ioredis',
+    );
+  }
+  const settings = { ...LIMITER_CLIENT_OPTIONS, ...options };
+  if (nodes.length === 1) return new ioredis.Redis(nodes[0], settings) as IoredisLikeClient;
+  const startup = nodes.map((node) => {
+    const { hostname, port } = new URL(node);
+    return { host: hostname, port: Number(port || 6379) };
+  });
+  const first = new URL(nodes[0] as string);
+  const { enableOfflineQueue, retryStrategy, ...redisOptions } = settings;
+  return new ioredis.Cluster(startup, {
+    enableOfflineQueue,
+    clusterRetryStrategy: retryStrategy,
+    redisOptions: {
+      ...redisOptions,
+      ...(first.username && { username: decodeURIComponent(first.username) }),
+      ...(first.password && { password: decodeURIComponent(first.password) }),
+      ...(first.protocol === 'rediss:' && { tls: {} }),
+    },
+  }) as IoredisLikeClient;
+}

@@ -1,0 +1,122 @@
+// One small interface over the Redis client libraries Sentinel supports, with one adapter each.
+
+/** What the Redis store needs of a client, whichever library made it. */
+export interface RedisConnection {
+  evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  eval(source: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  del(keys: readonly string[]): Promise<unknown>;
+  /** `'ready'` to send now; otherwise connecting, reconnecting or closed. */
+  isReady(): boolean;
+  /** Whether the client may still connect on its own: not closed for good. */
+  isClosed(): boolean;
+  /** Calls `listener` on every (re)connection; returns the unsubscribe. */
+  onReady(listener: () => void): () => void;
+  /** Starts a connection the client defers to its first command (ioredis `lazyConnect`). */
+  connectIfLazy(): void;
+  /** Whether an error is Redis answering with an error, rather than the connection failing. */
+  isReplyError(error: unknown): boolean;
+  quit(): Promise<void>;
+}
+
+/** An ioredis (5 or 6) or iovalkey `Redis` or `Cluster`. */
+export interface IoredisLikeClient {
+  readonly status: string;
+  evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  eval(source: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  del(...keys: string[]): Promise<number>;
+  connect(): Promise<void>;
+  quit(): Promise<unknown>;
+  on(event: 'ready', listener: () => void): unknown;
+  removeListener(event: 'ready', listener: () => void): unknown;
+}
+
+/** A node-redis (`redis` 5 or later) client from `createClient` or `createCluster`. */
+export interface NodeRedisLikeClient {
+  readonly isOpen: boolean;
+  readonly isReady?: boolean;
+  evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  eval(source: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  del(keys: string[]): Promise<number>;
+  quit?(): Promise<unknown>;
+  close?(): Promise<unknown>;
+  on(event: 'ready', listener: () => void): unknown;
+  off(event: 'ready', listener: () => void): unknown;
+}
+
+export type SupportedRedisClient = IoredisLikeClient | NodeRedisLikeClient;
+
+/** True when `value`'s class, or one it extends, has the given name. */
+function isInstanceOfNamed(value: unknown, name: string): boolean {
+  for (
+    let proto = value && Object.getPrototypeOf(value);
+    proto;
+    proto = Object.getPrototypeOf(proto)
+  ) {
+    if (proto.constructor?.name === name) return true;
+  }
+  return false;
+}
+
+// ioredis marks connections that will never come back as 'end'.
+const IOREDIS_CLOSED = new Set(['end', 'disconnecting']);
+
+function fromIoredis(client: IoredisLikeClient): RedisConnection {
+  return {
+    evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args),
+    eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
+    del: (keys) => client.del(...keys),
+    isReady: () => client.status === 'ready',
+    isClosed: () => IOREDIS_CLOSED.has(client.status),
+    onReady(listener) {
+      client.on('ready', listener);
+      return () => client.removeListener('ready', listener);
+    },
+    connectIfLazy() {
+      if (client.status === 'wait') client.connect().catch(() => {});
+    },
+    isReplyError: (error) => error instanceof Error && error.name === 'ReplyError',
+    async quit() {
+      await client.quit();
+    },
+  };
+}
+
+function fromNodeRedis(client: NodeRedisLikeClient): RedisConnection {
+  let opened = client.isOpen;
+  return {
+    evalsha: (sha1, keys, args) => client.evalSha(sha1, { keys: [...keys], arguments: [...args] }),
+    eval: (source, keys, args) => client.eval(source, { keys: [...keys], arguments: [...args] }),
+    del: (keys) => client.del([...keys]),
+    // A cluster client has no isReady: open is as ready as it says.
+    isReady: () => client.isReady ?? client.isOpen,
+    // Closed for good once it was open and is no more; before that the user has yet to connect.
+    isClosed() {
+      if (client.isOpen) opened = true;
+      return opened && !client.isOpen;
+    },
+    onReady(listener) {
+      client.on('ready', listener);
+      return () => client.off('ready', listener);
+    },
+    // node-redis connects only when told; connecting for the user would race their own connect().
+    connectIfLazy() {},
+    isReplyError: (error) => isInstanceOfNamed(error, 'ErrorReply'),
+    async quit() {
+      await (client.quit ? client.quit() : client.close?.());
+    },
+  };
+}
+
+/** Wraps a supported client; a TypeError names `option` for anything else. */
+export function toRedisConnection(client: unknown, option = 'client'): RedisConnection {
+  const candidate = client as Partial<IoredisLikeClient & NodeRedisLikeClient> | null;
+  if (typeof candidate?.evalsha === 'function' && typeof candidate.status === 'string') {
+    return fromIoredis(candidate as IoredisLikeClient);
+  }
+  if (typeof candidate?.evalSha === 'function' && typeof candidate.isOpen === 'boolean') {
+    return fromNodeRedis(candidate as NodeRedisLikeClient);
+  }
+  throw new TypeError(
+    `@sentinel/core: \`${option}\` must be an ioredis, iovalkey or node-redis client (Redis or Cluster)`,
+  );
+}
