@@ -8,6 +8,7 @@ const ALONE = [
   'packages/core/test/race.test.ts',
   'packages/core/test/cluster.test.ts',
   'test/failure-*.test.ts',
+  'test/multi-process/*.test.ts',
 ];
 
 export default defineConfig({

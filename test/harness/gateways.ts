@@ -1,0 +1,224 @@
+// Starts and stops N real gateway processes sharing one Redis, and races requests across them.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import type { PolicyOptions } from '@sentinel/core';
+
+export const ADAPTERS = ['express', 'koa', 'fastify'] as const;
+export type AdapterName = (typeof ADAPTERS)[number];
+
+/** The gateways' multi-policy route, `/multi`: all-or-nothing means 60 admitted leave hourly 40. */
+export const MULTI_POLICIES: PolicyOptions[] = [
+  { name: 'hourly', limit: 100, window: '1h', algorithm: 'sliding-window-log' },
+  { name: 'burst', limit: 60, window: '1h', algorithm: 'gcra' },
+];
+
+export interface GatewaySpec {
+  adapter: AdapterName;
+  redisUrl: string;
+  /** Key prefix of every limiter; each route adds its group: `${prefix}:${group}`. */
+  prefix: string;
+  /** Added to the process's Date.now(). @default 0 */
+  skewMs?: number;
+  /** Of every single-policy route and the naive one. @default 100 */
+  limit?: number;
+  /** @default '1h' */
+  window?: string;
+}
+
+/**
+ * A running gateway. Routes: `/<algorithm>` (Redis TIME), `/client-clock/<algorithm>` (the
+ * process's own clock, a comparison only), `/multi` (MULTI_POLICIES), `/naive` (read, decide in
+ * JS, write back) and `/clock` (`{ now }`, the process's Date.now()). Requests are identified by
+ * their `x-tenant-id` header; each route keeps its own budget.
+ */
+export interface Gateway {
+  readonly spec: GatewaySpec;
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ENTRY = fileURLToPath(new URL('./gateway-process.ts', import.meta.url));
+
+// Gateways must not outlive the process that started them, however it ends. (They also exit
+// by themselves when their IPC channel closes.)
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
+/** Spawns one gateway (`node --import tsx`, tsx resolved from the repo root) and waits for its port. */
+export async function startGateway(spec: GatewaySpec): Promise<Gateway> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      GATEWAY_ADAPTER: spec.adapter,
+      REDIS_URL: spec.redisUrl,
+      GATEWAY_PREFIX: spec.prefix,
+      GATEWAY_LIMIT: String(spec.limit ?? 100),
+      GATEWAY_WINDOW: spec.window ?? '1h',
+      SKEW_MS: String(spec.skewMs ?? 0),
+    },
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  children.add(child);
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      children.delete(child);
+      resolve();
+    }),
+  );
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-4_000);
+  });
+
+  let stopping = false;
+  const stop = async (): Promise<void> => {
+    stopping = true;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    if (child.connected) child.disconnect();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no port within 30 s')), 30_000);
+      child.once('message', (message: { port: number }) => {
+        clearTimeout(timer);
+        resolve(message.port);
+      });
+      void exited.then(() => {
+        clearTimeout(timer);
+        reject(new Error(`exited with ${child.exitCode ?? child.signalCode}`));
+      });
+    });
+    // A gateway that dies mid-suite fails its requests; say why.
+    void exited.then(() => {
+      if (!stopping) {
+        process.stderr.write(`gateway (${spec.adapter}) exited unexpectedly:\n${stderr}\n`);
+      }
+    });
+    return { spec, url: `http://127.0.0.1:${port}`, stop };
+  } catch (error) {
+    await stop();
+    throw new Error(`gateway (${spec.adapter}) did not start: ${String(error)}\n${stderr}`);
+  }
+}
+
+export interface Fleet {
+  readonly gateways: readonly Gateway[];
+  /** Stops every gateway and drops the kept-alive connections to them. */
+  stop(): Promise<void>;
+}
+
+/** Starts the gateways together; if one fails, the others are stopped. */
+export async function startGateways(specs: readonly GatewaySpec[]): Promise<Fleet> {
+  const started = await Promise.allSettled(specs.map(startGateway));
+  const gateways = started.flatMap((result) =>
+    result.status === 'fulfilled' ? [result.value] : [],
+  );
+  const failed = started.find((result) => result.status === 'rejected');
+  const stop = async () => {
+    agent.destroy();
+    await Promise.all(gateways.map((gateway) => gateway.stop()));
+  };
+  if (failed) {
+    await stop();
+    throw failed.reason;
+  }
+  return { gateways, stop };
+}
+
+// Up to 64 kept-alive sockets per gateway; queued requests wait for a free one.
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+
+/** GET `url` with a tenant header: the status and the parsed JSON body. */
+export function get(
+  url: string,
+  tenant = 'none',
+): Promise<{
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent, headers: { 'x-tenant-id': tenant } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      res.on('end', () => {
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {}
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+      });
+      res.on('error', reject);
+    });
+    req.setTimeout(30_000, () => req.destroy(new Error(`no answer from ${url} in 30 s`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export interface RaceResult {
+  /** Responses by status code. */
+  statuses: Record<number, number>;
+  /** 200s. */
+  admitted: number;
+  /** 200s by gateway, in the fleet's order. */
+  admittedBy: number[];
+}
+
+/**
+ * Fires `requests` GETs of `path` for one tenant, all at once, round-robin over `gateways`
+ * (request i goes to gateway i mod N). They interleave over up to 64 connections per gateway.
+ */
+export async function race(
+  gateways: readonly Gateway[],
+  path: string,
+  tenant: string,
+  requests: number,
+): Promise<RaceResult> {
+  const statuses: Record<number, number> = {};
+  const admittedBy = gateways.map(() => 0);
+  await Promise.all(
+    Array.from({ length: requests }, async (_, i) => {
+      const index = i % gateways.length;
+      const { status } = await get(`${(gateways[index] as Gateway).url}${path}`, tenant);
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      if (status === 200) admittedBy[index] = (admittedBy[index] ?? 0) + 1;
+    }),
+  );
+  return { statuses, admitted: statuses[200] ?? 0, admittedBy };
+}
+
+/** A tenant no earlier request used, so that no test needs to flush Redis. */
+export function freshTenant(label: string): string {
+  return `${label}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** Unix ms by the Redis server's clock, the one Sentinel's scripts use. */
+export async function redisTimeMs(client: { time(): Promise<unknown> }): Promise<number> {
+  const [seconds, micros] = (await client.time()) as [number | string, number | string];
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
+/**
+ * Waits, if needed, until at least `marginMs` remain of the current epoch-aligned window by the
+ * Redis clock, so that a fixed window cannot roll over in the middle of a race.
+ */
+export async function awayFromWindowEdge(
+  client: { time(): Promise<unknown> },
+  windowMs: number,
+  marginMs = 5_000,
+): Promise<void> {
+  const left = windowMs - ((await redisTimeMs(client)) % windowMs);
+  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
+}
