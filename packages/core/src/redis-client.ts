@@ -17,6 +17,11 @@ export const LIMITER_CLIENT_OPTIONS = {
   retryStrategy: (attempt: number) => Math.min(attempt * 100, 500),
 } as const;
 
+interface IoredisModule {
+  Redis: new (...args: unknown[]) => unknown;
+  Cluster: new (...args: unknown[]) => unknown;
+}
+
 function seeds(url: string | readonly string[]): string[] {
   const list = (typeof url === 'string' ? url.split(',') : [...url]).map((u) => u.trim());
   if (list.length === 0 || list.some((u) => !/^rediss?:\/\/./.test(u))) {
@@ -39,10 +44,7 @@ export function createRedisClient(
   options: Record<string, unknown> = {},
 ): IoredisLikeClient {
   const nodes = seeds(url);
-  let ioredis: {
-    Redis: new (...args: unknown[]) => unknown;
-    Cluster: new (...args: unknown[]) => unknown;
-  };
+  let ioredis: IoredisModule;
   try {
     ioredis = createRequire(import.meta.url)('ioredis');
   } catch {
@@ -51,7 +53,19 @@ export function createRedisClient(
     );
   }
   const settings = { ...LIMITER_CLIENT_OPTIONS, ...options };
-  if (nodes.length === 1) return new ioredis.Redis(nodes[0], settings) as IoredisLikeClient;
+  const client = build(ioredis, nodes, settings);
+  // Nobody else holds this client to listen: without a listener ioredis prints every failed
+  // reconnect. Failures reach the limiter's onError through the calls that meet them.
+  client.on('error', () => {});
+  return client;
+}
+
+function build(
+  ioredis: IoredisModule,
+  nodes: string[],
+  settings: Record<string, unknown>,
+): IoredisLikeClient & { on(event: 'error', listener: () => void): unknown } {
+  if (nodes.length === 1) return new ioredis.Redis(nodes[0], settings) as never;
   const startup = nodes.map((node) => {
     const { hostname, port } = new URL(node);
     return { host: hostname, port: Number(port || 6379) };
@@ -67,5 +81,5 @@ export function createRedisClient(
       ...(first.password && { password: decodeURIComponent(first.password) }),
       ...(first.protocol === 'rediss:' && { tls: {} }),
     },
-  }) as IoredisLikeClient;
+  }) as never;
 }

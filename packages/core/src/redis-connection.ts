@@ -39,8 +39,8 @@ export interface NodeRedisLikeClient {
   del(keys: string[]): Promise<number>;
   quit?(): Promise<unknown>;
   close?(): Promise<unknown>;
-  on(event: 'ready', listener: () => void): unknown;
-  off(event: 'ready', listener: () => void): unknown;
+  on(event: 'ready' | 'connect', listener: () => void): unknown;
+  off(event: 'ready' | 'connect', listener: () => void): unknown;
 }
 
 export type SupportedRedisClient = IoredisLikeClient | NodeRedisLikeClient;
@@ -87,16 +87,25 @@ function fromNodeRedis(client: NodeRedisLikeClient): RedisConnection {
     evalsha: (sha1, keys, args) => client.evalSha(sha1, { keys: [...keys], arguments: [...args] }),
     eval: (source, keys, args) => client.eval(source, { keys: [...keys], arguments: [...args] }),
     del: (keys) => client.del([...keys]),
-    // A cluster client has no isReady: open is as ready as it says.
+    // node-redis 5 clusters have no isReady: open is as ready as they say.
     isReady: () => client.isReady ?? client.isOpen,
     // Closed for good once it was open and is no more; before that the user has yet to connect.
     isClosed() {
       if (client.isOpen) opened = true;
       return opened && !client.isOpen;
     },
+    // Clients emit 'ready'; clusters only 'connect', once they know the slots. A client's
+    // 'connect' comes before it is ready, so readiness is checked rather than assumed.
     onReady(listener) {
-      client.on('ready', listener);
-      return () => client.off('ready', listener);
+      const ready = () => {
+        if (client.isReady ?? client.isOpen) listener();
+      };
+      client.on('ready', ready);
+      client.on('connect', ready);
+      return () => {
+        client.off('ready', ready);
+        client.off('connect', ready);
+      };
     },
     // node-redis connects only when told; connecting for the user would race their own connect().
     connectIfLazy() {},
