@@ -1,6 +1,9 @@
 // Starts throw-away redis-server processes on free ports, and stops, pauses or restarts them.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 
@@ -51,8 +54,10 @@ export async function freePort(): Promise<number> {
 
 // Servers must not outlive the test process, whatever way it ends.
 const children = new Set<ChildProcess>();
+const folders = new Set<string>();
 process.once('exit', () => {
   for (const child of children) child.kill('SIGKILL');
+  for (const dir of folders) rmSync(dir, { recursive: true, force: true });
 });
 
 export interface RedisProcess {
@@ -118,6 +123,10 @@ export async function startRedis(extraArgs: readonly string[] = []): Promise<Red
 async function startRedisOnce(extraArgs: readonly string[]): Promise<RedisProcess> {
   const binary = requireRedisServer();
   const port = await freePort();
+  // A replica's first sync writes dump.rdb into the working directory, which every server
+  // started there later would load: each server gets a folder of its own.
+  const dir = mkdtempSync(join(tmpdir(), 'sentinel-redis-'));
+  folders.add(dir);
   let child: ChildProcess | undefined;
   const launch = async (): Promise<void> => {
     child = spawn(
@@ -133,6 +142,8 @@ async function startRedisOnce(extraArgs: readonly string[]): Promise<RedisProces
         'no',
         '--protected-mode',
         'no',
+        '--dir',
+        dir,
         ...extraArgs,
       ],
       { stdio: 'ignore' },
