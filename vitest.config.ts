@@ -9,6 +9,7 @@ const ALONE = [
   'packages/core/test/cluster.test.ts',
   'test/failure-*.test.ts',
   'test/multi-process/*.test.ts',
+  'test/cluster/*.test.ts',
   'test/connections/nothing-lost.test.ts',
   'test/connections/cluster-clients.test.ts',
   'test/connections/redis-sentinel.test.ts',

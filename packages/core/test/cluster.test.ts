@@ -1,17 +1,25 @@
-// Redis Cluster: every algorithm and multi-policy script runs without CROSSSLOT, and holds under a race.
+// Redis Cluster, 3 masters and 3 replicas: every script without CROSSSLOT, identities spread by slot, races hold.
+import type { Redis } from 'ioredis';
 import { Cluster } from 'ioredis';
 import { Cluster as Cluster5 } from 'ioredis5';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniquePrefix } from '../../../test/harness/clients.ts';
-import { type RedisCluster, startCluster } from '../../../test/harness/redis-cluster.ts';
-import { ALGORITHMS, createLimiter, type PolicyOptions } from '../src/index.ts';
+import { CLIENTS, type ClientName, uniquePrefix } from '../../../test/harness/clients.ts';
+import { naiveTokenBucket } from '../../../test/harness/naive-limiter.ts';
+import { keySlot, type RedisCluster, startCluster } from '../../../test/harness/redis-cluster.ts';
+import {
+  ALGORITHMS,
+  type Algorithm,
+  createLimiter,
+  type LimiterOptions,
+  type PolicyOptions,
+} from '../src/index.ts';
 
 let cluster: RedisCluster;
 const clients: Cluster[] = [];
 
-function connectCluster(version: 5 | 6 = 6): Cluster {
+function connectCluster(name: ClientName = 'ioredis 6'): Cluster {
   const client =
-    version === 6
+    name === 'ioredis 6'
       ? new Cluster([...cluster.seeds])
       : (new Cluster5([...cluster.seeds]) as unknown as Cluster);
   client.on('error', () => {});
@@ -19,8 +27,35 @@ function connectCluster(version: 5 | 6 = 6): Cluster {
   return client;
 }
 
+/** Atomicity and placement are measured here, not the deadline: any store failure fails the test. */
+const STEADY = {
+  timeout: 10_000,
+  onError: (error: Error) => {
+    throw error;
+  },
+};
+
+/** Every key of the cluster's masters under `prefix`, by master port. */
+async function keysByMaster(client: Cluster, prefix: string): Promise<Map<number, string[]>> {
+  const masters = client.nodes('master');
+  const keys = await Promise.all(masters.map((node) => node.keys(`${prefix}:*`)));
+  return new Map(masters.map((node, i) => [node.options.port as number, keys[i] as string[]]));
+}
+
+/** The master port serving each slot, from the cluster's own view. */
+async function masterPortOf(slots: readonly number[]): Promise<number[]> {
+  const masters = (await cluster.topology()).filter((node) => node.role === 'master');
+  return slots.map((slot) => {
+    const owner = masters.find((node) =>
+      node.slots.some(([start, end]) => start <= slot && slot <= end),
+    );
+    if (!owner) throw new Error(`no master serves slot ${slot}`);
+    return owner.port;
+  });
+}
+
 beforeAll(async () => {
-  cluster = await startCluster({ masters: 3 });
+  cluster = await startCluster({ masters: 3, replicas: 1 });
 }, 60_000);
 
 afterAll(async () => {
@@ -28,10 +63,20 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-describe('on a three-master Redis Cluster', () => {
-  it.each([5, 6] as const)(
-    'runs every algorithm and a mixed tier through ioredis %i',
-    async (version) => {
+describe('on a Redis Cluster of three masters with a replica each', () => {
+  it('has three masters serving every slot, each with one replica', async () => {
+    const nodes = await cluster.topology();
+    const masters = nodes.filter((node) => node.role === 'master');
+    expect(masters).toHaveLength(3);
+    expect(masters.flatMap((m) => m.slots).reduce((sum, [a, b]) => sum + b - a + 1, 0)).toBe(16384);
+    for (const master of masters) {
+      expect(nodes.filter((node) => node.masterId === master.id)).toHaveLength(1);
+    }
+  });
+
+  it.each(CLIENTS)(
+    'runs every algorithm and a mixed tier through %s without CROSSSLOT',
+    async (name) => {
       const policies: PolicyOptions[] = ALGORITHMS.map((algorithm) => ({
         name: algorithm,
         limit: 3,
@@ -39,19 +84,16 @@ describe('on a three-master Redis Cluster', () => {
         algorithm,
       }));
       const limiter = createLimiter({
-        redis: connectCluster(version),
+        ...STEADY,
+        redis: connectCluster(name),
         prefix: uniquePrefix('cluster'),
-        timeout: 10_000,
         tiers: { FREE: { limit: 2, window: '1h' }, MIXED: policies },
-        onError: (error) => {
-          throw error;
-        },
       });
       for (const algorithm of ALGORITHMS) {
         const single = createLimiter({
-          redis: connectCluster(version),
+          ...STEADY,
+          redis: connectCluster(name),
           prefix: uniquePrefix('cluster'),
-          timeout: 10_000,
           limit: 2,
           window: '1h',
           algorithm,
@@ -74,44 +116,104 @@ describe('on a three-master Redis Cluster', () => {
     },
   );
 
-  it('spreads identities over every master', async () => {
+  it.each([
+    ['a plain identity', 'tenant-7'],
+    ['an identity stored as its fingerprint', 'Ünïcode tenant {with braces}'],
+  ])('keeps every key of %s in one slot, on the master serving it', async (_, identity) => {
     const client = connectCluster();
-    const prefix = uniquePrefix('spread');
-    const limiter = createLimiter({
-      redis: client,
-      prefix,
-      limit: 5,
+    const prefix = uniquePrefix('slot');
+    const policies: PolicyOptions[] = ALGORITHMS.map((algorithm) => ({
+      name: algorithm,
+      limit: 3,
       window: '1h',
-      timeout: 10_000,
-    });
-    for (let i = 0; i < 300; i++) await limiter.consume(`tenant-${i}`);
-    const perMaster = await Promise.all(client.nodes('master').map((node) => node.dbsize()));
-    expect(perMaster).toHaveLength(3);
-    expect(perMaster.reduce((sum, keys) => sum + keys, 0)).toBeGreaterThanOrEqual(300);
-    // With 300 identities hashed over 16384 slots, each master holds a fair share.
-    for (const keys of perMaster) expect(keys).toBeGreaterThan(50);
+      algorithm,
+    }));
+    const limiter = createLimiter({ ...STEADY, redis: client, prefix, policies });
+    expect((await limiter.consume(identity)).allowed).toBe(true);
+
+    const placed = [...(await keysByMaster(client, prefix))].filter(([, keys]) => keys.length);
+    expect(placed).toHaveLength(1);
+    const [port, keys] = placed[0] as [number, string[]];
+    expect(keys).toHaveLength(ALGORITHMS.length);
+    const slots = new Set(await cluster.keySlots(keys));
+    expect(slots.size).toBe(1);
+    expect(await masterPortOf([...slots])).toEqual([port]);
     await limiter.close();
   });
 
-  it('admits exactly 100 of 1000 concurrent requests over 8 cluster clients', async () => {
-    const prefix = uniquePrefix('race');
-    const limiters = Array.from({ length: 8 }, () =>
-      createLimiter({
-        redis: connectCluster(),
-        prefix,
-        limit: 100,
-        window: '1h',
-        // Atomicity is measured here, not the deadline: a loaded machine must not decide it.
-        timeout: 10_000,
-      }),
-    );
-    const decisions = await Promise.all(
-      Array.from({ length: 1000 }, (_, i) =>
-        (limiters[i % 8] as (typeof limiters)[number]).consume('tenant'),
-      ),
-    );
-    expect(decisions.filter((d) => d.allowed)).toHaveLength(100);
-    expect(decisions.filter((d) => d.degraded)).toHaveLength(0);
-    await Promise.all(limiters.map((limiter) => limiter.close()));
+  it('spreads identities over every master, each holding the keys its slots say', async () => {
+    const client = connectCluster();
+    const prefix = uniquePrefix('spread');
+    const limiter = createLimiter({ ...STEADY, redis: client, prefix, limit: 5, window: '1h' });
+    const identities = Array.from({ length: 300 }, (_, i) => `tenant-${i}`);
+    const slots = await cluster.keySlots(identities);
+    // The slot ioredis computes is the one the cluster computes (failover tests rely on it).
+    expect(identities.map(keySlot)).toEqual(slots);
+    const ports = await masterPortOf(slots);
+    const expected = new Map<number, number>();
+    for (const port of ports) expected.set(port, (expected.get(port) ?? 0) + 1);
+    // 300 identities over 16384 slots in three equal ranges: each master gets a fair share.
+    expect(expected.size).toBe(3);
+    for (const count of expected.values()) expect(count).toBeGreaterThanOrEqual(75);
+
+    await Promise.all(identities.map((identity) => limiter.consume(identity)));
+    const placed = await keysByMaster(client, prefix);
+    expect(new Map([...placed].map(([port, keys]) => [port, keys.length]))).toEqual(expected);
+    await limiter.close();
+  });
+
+  describe('1000 concurrent requests over 8 cluster clients at limit 100', () => {
+    // Four ioredis 6 and four ioredis 5 clients, each with its own connections to every master.
+    const racers = (): Cluster[] =>
+      Array.from({ length: 8 }, (_, i) => connectCluster(CLIENTS[i % 2] as ClientName));
+    // A frozen clock makes window boundaries irrelevant; the race itself is real.
+    const frozen = Date.UTC(2026, 5, 15, 12, 30);
+
+    async function race(options: Omit<LimiterOptions, 'redis' | 'store' | 'prefix'>) {
+      const prefix = uniquePrefix('cluster-race');
+      const limiters = racers().map((redis) =>
+        createLimiter({ ...options, ...STEADY, prefix, redis }),
+      );
+      const decisions = await Promise.all(
+        Array.from({ length: 1000 }, (_, i) =>
+          (limiters[i % limiters.length] as (typeof limiters)[number]).consume('tenant'),
+        ),
+      );
+      const after = await (limiters[0] as (typeof limiters)[number]).peek('tenant');
+      await Promise.all(limiters.map((limiter) => limiter.close()));
+      return { admitted: decisions.filter((d) => d.allowed).length, after };
+    }
+
+    it.each(ALGORITHMS)('admit exactly 100 with %s', async (algorithm: Algorithm) => {
+      const { admitted } = await race({ limit: 100, window: '1h', algorithm, clock: () => frozen });
+      expect(admitted).toBe(100);
+    });
+
+    it('admit exactly the tightest limit of two policies, consuming from neither past it', async () => {
+      const { admitted, after } = await race({
+        policies: [
+          { name: 'hourly', limit: 100, window: '1h', algorithm: 'sliding-window-log' },
+          { name: 'burst', limit: 60, window: '1h', algorithm: 'gcra' },
+        ],
+      });
+      expect(admitted).toBe(60);
+      expect(after.policies.map((p) => [p.policy, p.remaining])).toEqual([
+        ['hourly', 40],
+        ['burst', 0],
+      ]);
+    });
+
+    it('let a read-decide-write limiter overshoot, which shows the race is real', async () => {
+      const key = `{${uniquePrefix('naive')}}:tenant`;
+      const naive = racers().map((client) =>
+        naiveTokenBucket(client as unknown as Redis, 100, 3_600_000),
+      );
+      const admitted = await Promise.all(
+        Array.from({ length: 1000 }, (_, i) =>
+          (naive[i % naive.length] as (typeof naive)[number])(key),
+        ),
+      );
+      expect(admitted.filter(Boolean).length).toBeGreaterThan(100);
+    });
   });
 });
