@@ -322,10 +322,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       local?.close();
       if (owned) await store.close();
       // A client built from redisUrl is the limiter's own; one passed as `redis` stays open.
-      if (ownClient)
-        await toRedisConnection(ownClient)
-          .quit()
-          .catch(() => {});
+      if (ownClient) await toRedisConnection(ownClient).close();
     },
   };
 }

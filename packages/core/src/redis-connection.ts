@@ -15,7 +15,29 @@ export interface RedisConnection {
   connectIfLazy(): void;
   /** Whether an error is Redis answering with an error, rather than the connection failing. */
   isReplyError(error: unknown): boolean;
-  quit(): Promise<void>;
+  /** Closes the connection: politely while Redis answers, at once when it does not. */
+  close(): Promise<void>;
+}
+
+/** How long a polite QUIT may take before the connection is simply dropped. */
+const QUIT_WAIT_MS = 500;
+
+/** QUIT when connected, bounded; then drop the socket, so nothing reconnects or hangs. */
+async function closeConnection(
+  ready: boolean,
+  quit: () => Promise<unknown>,
+  drop: () => unknown,
+): Promise<void> {
+  if (ready) {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise((resolve) => {
+      timer = setTimeout(resolve, QUIT_WAIT_MS);
+      timer.unref();
+    });
+    await Promise.race([quit().catch(() => {}), waited]);
+    clearTimeout(timer);
+  }
+  drop();
 }
 
 /** An ioredis (5 or 6) or iovalkey `Redis` or `Cluster`. */
@@ -26,6 +48,7 @@ export interface IoredisLikeClient {
   del(...keys: string[]): Promise<number>;
   connect(): Promise<void>;
   quit(): Promise<unknown>;
+  disconnect(): void;
   on(event: 'ready', listener: () => void): unknown;
   removeListener(event: 'ready', listener: () => void): unknown;
 }
@@ -39,6 +62,8 @@ export interface NodeRedisLikeClient {
   del(keys: string[]): Promise<number>;
   quit?(): Promise<unknown>;
   close?(): Promise<unknown>;
+  destroy?(): unknown;
+  disconnect?(): Promise<unknown>;
   on(event: 'ready' | 'connect', listener: () => void): unknown;
   off(event: 'ready' | 'connect', listener: () => void): unknown;
 }
@@ -75,9 +100,12 @@ function fromIoredis(client: IoredisLikeClient): RedisConnection {
       if (client.status === 'wait') client.connect().catch(() => {});
     },
     isReplyError: (error) => error instanceof Error && error.name === 'ReplyError',
-    async quit() {
-      await client.quit();
-    },
+    close: () =>
+      closeConnection(
+        client.status === 'ready',
+        () => client.quit(),
+        () => client.disconnect(),
+      ),
   };
 }
 
@@ -110,9 +138,18 @@ function fromNodeRedis(client: NodeRedisLikeClient): RedisConnection {
     // node-redis connects only when told; connecting for the user would race their own connect().
     connectIfLazy() {},
     isReplyError: (error) => isInstanceOfNamed(error, 'ErrorReply'),
-    async quit() {
-      await (client.quit ? client.quit() : client.close?.());
-    },
+    close: () =>
+      closeConnection(
+        (client.isReady ?? client.isOpen) === true,
+        async () => {
+          await (client.close ? client.close() : client.quit?.());
+        },
+        () => {
+          if (!client.isOpen) return;
+          if (client.destroy) client.destroy();
+          else client.disconnect?.().catch(() => {});
+        },
+      ),
   };
 }
 

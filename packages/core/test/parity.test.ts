@@ -113,6 +113,7 @@ function persisting(redis: Redis): IoredisLikeClient {
     on: (event, listener) => redis.on(event, listener),
     removeListener: (event, listener) => redis.removeListener(event, listener),
     quit: () => redis.quit(),
+    disconnect: () => redis.disconnect(),
   };
 }
 
