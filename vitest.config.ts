@@ -10,6 +10,7 @@ const ALONE = [
   'test/failure-*.test.ts',
   'test/multi-process/*.test.ts',
   'test/cluster/*.test.ts',
+  'test/faults/*.test.ts',
   'test/connections/nothing-lost.test.ts',
   'test/connections/cluster-clients.test.ts',
   'test/connections/redis-sentinel.test.ts',

@@ -1,0 +1,66 @@
+// Redis killed (SIGKILL) under HTTP load through each adapter: fail open fast, then limit again on restart.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { codes, DEADLINE_MS, DRIVERS, faultApp, ownRedis, untilLimiting } from './apps.ts';
+import { identities, latencies, now, percentile, sentBetween, startLoad } from './load.ts';
+
+// Bounds, for a 2-core machine running the app, its load and Redis at once:
+// - every HTTP response within the deadline plus 250 ms, for the event loop of a saturated app
+//   (healthy p99 is 10-20 ms here); a client that queued calls or waited on its reconnects
+//   (100-500 ms backoff, 2 s connect timeout) would take longer;
+// - every failed decision reported within the deadline plus 50 ms: a lost connection fails at
+//   once, and a call already sent when Redis died fails at its deadline, checked every 10 ms;
+// - while the breaker is open, p99 under half the deadline: no request waits on Redis.
+const RESPONSE_BOUND_MS = DEADLINE_MS + 250;
+const DECISION_BOUND_MS = DEADLINE_MS + 50;
+const OPEN_P99_BOUND_MS = DEADLINE_MS / 2;
+
+describe.each(DRIVERS)('$name', (driver) => {
+  it('fails open without a 5xx, fast, and limits again within 2 s of a restart', async () => {
+    const server = await ownRedis();
+    const app = await faultApp(driver, server);
+    // 20 in flight over 50 identities of limit 5: a mix of 200s and 429s while Redis is up.
+    const load = startLoad(app.url, {
+      concurrency: 20,
+      maxMs: 10_000,
+      maxRequests: 100_000,
+      users: identities('load', 50),
+    });
+    await sleep(400);
+    await server.stop();
+    const stoppedAt = now();
+    await sleep(1_500);
+    const restartingAt = now();
+    await server.restart();
+    const restartedAt = now();
+    const resumedAfter = await untilLimiting(app, 5, restartedAt);
+    await sleep(200);
+    const samples = await load.stop();
+
+    // Never a 5xx nor a dropped request, and every response within the bound.
+    expect(samples.filter((s) => s.status === 0 || s.status >= 500)).toEqual([]);
+    expect(percentile(samples, 100), latencies(samples)).toBeLessThan(RESPONSE_BOUND_MS);
+    // While Redis was gone, everything was admitted, degraded.
+    const down = sentBetween(samples, stoppedAt, restartingAt);
+    expect(down.length).toBeGreaterThan(200);
+    expect(down.filter((s) => s.status !== 200 || s.degraded !== 'allow')).toEqual([]);
+    // Decisions that met the dead store failed within the bound.
+    expect(app.failures.length).toBeGreaterThan(0);
+    expect(codes(app.failures)).toSatisfy((found: string[]) =>
+      found.every((code) => code === 'STORE_UNAVAILABLE' || code === 'STORE_TIMEOUT'),
+    );
+    const slowest = Math.max(...app.failures.map((f) => f.ms));
+    expect(slowest).toBeLessThan(DECISION_BOUND_MS);
+    // The breaker opened at once and then answered nearly everything without Redis, fast.
+    const openedAt = down.find((s) => s.skipped)?.sentAt ?? Number.POSITIVE_INFINITY;
+    expect(openedAt - stoppedAt).toBeLessThan(DECISION_BOUND_MS);
+    const open = sentBetween(down, openedAt);
+    expect(open.filter((s) => s.skipped).length / open.length).toBeGreaterThan(0.99);
+    expect(percentile(open, 99), latencies(open)).toBeLessThan(OPEN_P99_BOUND_MS);
+    // Limiting came back within 2 s for the app as it was, and for all of its traffic.
+    expect(resumedAfter).toBeLessThan(2_000);
+    const resumed = sentBetween(samples, restartedAt + resumedAfter);
+    expect(resumed.length).toBeGreaterThan(0);
+    expect(resumed.filter((s) => s.degraded !== undefined)).toEqual([]);
+  });
+});
