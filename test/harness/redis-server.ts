@@ -1,6 +1,6 @@
 // Starts throw-away redis-server processes on free ports, and stops, pauses or restarts them.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -125,10 +125,11 @@ async function startRedisOnce(extraArgs: readonly string[]): Promise<RedisProces
   const port = await freePort();
   // A replica's first sync writes dump.rdb into the working directory, which every server
   // started there later would load: each server gets a folder of its own.
-  const dir = mkdtempSync(join(tmpdir(), 'sentinel-redis-'));
+  const dir = join(tmpdir(), `sentinel-redis-${port}-${process.pid}`);
   folders.add(dir);
   let child: ChildProcess | undefined;
   const launch = async (): Promise<void> => {
+    mkdirSync(dir, { recursive: true });
     child = spawn(
       binary,
       [
@@ -157,11 +158,14 @@ async function startRedisOnce(extraArgs: readonly string[]): Promise<RedisProces
   const stop = async (): Promise<void> => {
     const current = child;
     child = undefined;
-    if (!current || current.exitCode !== null) return;
-    const exited = new Promise((resolve) => current.once('exit', resolve));
-    current.kill('SIGCONT');
-    current.kill('SIGKILL');
-    await exited;
+    if (current && current.exitCode === null) {
+      const exited = new Promise((resolve) => current.once('exit', resolve));
+      current.kill('SIGCONT');
+      current.kill('SIGKILL');
+      await exited;
+    }
+    // A restart starts from an empty folder, like the empty server it promises.
+    rmSync(dir, { recursive: true, force: true });
   };
   return {
     port,
