@@ -1,7 +1,7 @@
 // Bursts against a healthy Redis must be counted, not degraded: cold start, NOSCRIPT, busy Redis.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis, RedisOptions } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   type Algorithm,
   createLimiter,
@@ -10,31 +10,8 @@ import {
   type LimiterOptions,
   type SentinelError,
 } from '../packages/core/src/index.ts';
-import { connect, uniquePrefix } from './harness/clients.ts';
-import { type RedisProcess, startRedis } from './harness/redis-server.ts';
-
-const servers: RedisProcess[] = [];
-const clients: Redis[] = [];
-const limiters: Limiter[] = [];
-
-afterEach(async () => {
-  await Promise.all(limiters.splice(0).map((limiter) => limiter.close()));
-  for (const client of clients.splice(0)) client.disconnect();
-  await Promise.all(servers.splice(0).map((server) => server.stop()));
-});
-
-/** A server of the test's own, so SCRIPT FLUSH cannot reach other suites. */
-async function ownServer(): Promise<RedisProcess> {
-  const server = await startRedis();
-  servers.push(server);
-  return server;
-}
-
-function clientOf(url: string, options: RedisOptions = {}): Redis {
-  const client = connect('ioredis 6', url, options);
-  clients.push(client);
-  return client;
-}
+import { uniquePrefix } from './harness/clients.ts';
+import { clientOf, owned, ownServer } from './harness/own-redis.ts';
 
 function limiterOn(client: Redis, options: Partial<LimiterOptions>) {
   const errors: SentinelError[] = [];
@@ -46,7 +23,7 @@ function limiterOn(client: Redis, options: Partial<LimiterOptions>) {
     onError: (error) => errors.push(error),
     ...options,
   } as LimiterOptions);
-  limiters.push(limiter);
+  owned(limiter);
   /** Loads the scripts and proves the store healthy; errors before this do not count. */
   async function warmUp(): Promise<void> {
     for (let i = 0; i < 20; i++) {

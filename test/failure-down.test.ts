@@ -1,63 +1,20 @@
 // Failure policy when Redis is down or unreachable: fail-open, deny, local, recovery, no replay.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis, RedisOptions } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { createLimiter, type LimiterOptions, SentinelError } from '../packages/core/src/index.ts';
+import { uniquePrefix } from './harness/clients.ts';
 import {
-  createLimiter,
-  type Limiter,
-  type LimiterOptions,
-  SentinelError,
-} from '../packages/core/src/index.ts';
-import { connect, uniquePrefix } from './harness/clients.ts';
-import { freePort, type RedisProcess, startRedis } from './harness/redis-server.ts';
-
-// The client settings the README recommends for a limiter's Redis client.
-const RECOMMENDED: RedisOptions = {
-  enableOfflineQueue: false,
-  maxRetriesPerRequest: 1,
-  autoResendUnfulfilledCommands: false,
-};
-const CLIENT_SETTINGS: Record<string, RedisOptions> = {
-  'default client settings': {},
-  'the recommended client settings': RECOMMENDED,
-};
-
-const servers: RedisProcess[] = [];
-const clients: Redis[] = [];
-const limiters: Limiter[] = [];
-
-afterEach(async () => {
-  await Promise.all(limiters.splice(0).map((limiter) => limiter.close()));
-  // Disconnect before the harness quits them: a quit queued on a dead server would never settle.
-  for (const client of clients.splice(0)) client.disconnect();
-  await Promise.all(servers.splice(0).map((server) => server.stop()));
-});
-
-async function ownServer(): Promise<RedisProcess> {
-  const server = await startRedis();
-  servers.push(server);
-  return server;
-}
-
-function clientOf(url: string, options: RedisOptions): Redis {
-  const client = connect('ioredis 6', url, options);
-  clients.push(client);
-  return client;
-}
-
-async function waitFor(condition: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await sleep(10);
-  }
-}
-
-async function readyClient(server: RedisProcess, options: RedisOptions): Promise<Redis> {
-  const client = clientOf(server.url, options);
-  await waitFor(() => client.status === 'ready');
-  return client;
-}
+  CLIENT_SETTINGS,
+  clientOf,
+  owned,
+  ownServer,
+  RECOMMENDED,
+  readyClient,
+  timed,
+  waitFor,
+} from './harness/own-redis.ts';
+import { freePort, type RedisProcess } from './harness/redis-server.ts';
 
 /** Stops the server and waits until the client has noticed the lost connection. */
 async function loseConnection(server: RedisProcess, client: Redis): Promise<void> {
@@ -76,7 +33,7 @@ function limiterOn(client: Redis, options: Partial<LimiterOptions> = {}) {
     onError: (error) => errors.push(error),
     ...options,
   } as LimiterOptions);
-  limiters.push(limiter);
+  owned(limiter);
   /** Loads the scripts and proves the store healthy; errors before this do not count. */
   async function warmUp(): Promise<void> {
     for (let i = 0; i < 20; i++) {
@@ -85,12 +42,6 @@ function limiterOn(client: Redis, options: Partial<LimiterOptions> = {}) {
     errors.length = 0;
   }
   return { limiter, errors, prefix, warmUp };
-}
-
-async function timed<T>(promise: Promise<T>): Promise<{ value: T; ms: number }> {
-  const started = performance.now();
-  const value = await promise;
-  return { value, ms: performance.now() - started };
 }
 
 describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {

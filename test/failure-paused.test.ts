@@ -1,65 +1,24 @@
 // Failure policy on a silent Redis (SIGSTOP): the deadline, the circuit breaker, close(), late sends.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis, RedisOptions } from 'ioredis';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Redis } from 'ioredis';
+import { describe, expect, it, vi } from 'vitest';
 import {
   createLimiter,
   type Decision,
-  type Limiter,
   type LimiterOptions,
   SentinelError,
 } from '../packages/core/src/index.ts';
-import { connect, uniquePrefix } from './harness/clients.ts';
-import { type RedisProcess, startRedis } from './harness/redis-server.ts';
-
-// The client settings the README recommends for a limiter's Redis client.
-const RECOMMENDED: RedisOptions = {
-  enableOfflineQueue: false,
-  maxRetriesPerRequest: 1,
-  autoResendUnfulfilledCommands: false,
-};
-const CLIENT_SETTINGS: Record<string, RedisOptions> = {
-  'default client settings': {},
-  'the recommended client settings': RECOMMENDED,
-};
-
-const servers: RedisProcess[] = [];
-const clients: Redis[] = [];
-const limiters: Limiter[] = [];
-
-afterEach(async () => {
-  // Resume first: a stopped server could not be killed cleanly, nor clients closed.
-  for (const server of servers) server.resume();
-  await Promise.all(limiters.splice(0).map((limiter) => limiter.close()));
-  for (const client of clients.splice(0)) client.disconnect();
-  await Promise.all(servers.splice(0).map((server) => server.stop()));
-});
-
-async function ownServer(): Promise<RedisProcess> {
-  const server = await startRedis();
-  servers.push(server);
-  return server;
-}
-
-function clientOf(url: string, options: RedisOptions): Redis {
-  const client = connect('ioredis 6', url, options);
-  clients.push(client);
-  return client;
-}
-
-async function waitFor(condition: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await sleep(10);
-  }
-}
-
-async function readyClient(server: RedisProcess, options: RedisOptions): Promise<Redis> {
-  const client = clientOf(server.url, options);
-  await waitFor(() => client.status === 'ready');
-  return client;
-}
+import { uniquePrefix } from './harness/clients.ts';
+import {
+  CLIENT_SETTINGS,
+  clientOf,
+  owned,
+  ownServer,
+  RECOMMENDED,
+  readyClient,
+  timed,
+} from './harness/own-redis.ts';
+import type { RedisProcess } from './harness/redis-server.ts';
 
 function limiterOn(client: Redis, options: Partial<LimiterOptions> = {}) {
   const errors: SentinelError[] = [];
@@ -72,7 +31,7 @@ function limiterOn(client: Redis, options: Partial<LimiterOptions> = {}) {
     onError: (error) => errors.push(error),
     ...options,
   } as LimiterOptions);
-  limiters.push(limiter);
+  owned(limiter);
   /** Loads the scripts and proves the store healthy; errors before this do not count. */
   async function warmUp(): Promise<void> {
     for (let i = 0; i < 20; i++) {
@@ -81,12 +40,6 @@ function limiterOn(client: Redis, options: Partial<LimiterOptions> = {}) {
     errors.length = 0;
   }
   return { limiter, errors, prefix, warmUp };
-}
-
-async function timed<T>(promise: Promise<T>): Promise<{ value: T; ms: number }> {
-  const started = performance.now();
-  const value = await promise;
-  return { value, ms: performance.now() - started };
 }
 
 describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {

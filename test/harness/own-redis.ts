@@ -1,0 +1,74 @@
+// Redis servers, clients and limiters a failure test owns, torn down after each test.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis, RedisOptions } from 'ioredis';
+import { afterEach } from 'vitest';
+import type { Limiter } from '../../packages/core/src/index.ts';
+import { connect } from './clients.ts';
+import { type RedisProcess, startRedis } from './redis-server.ts';
+
+/** The client settings the README recommends for a limiter's Redis client. */
+export const RECOMMENDED: RedisOptions = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  autoResendUnfulfilledCommands: false,
+};
+
+export const CLIENT_SETTINGS: Record<string, RedisOptions> = {
+  'default client settings': {},
+  'the recommended client settings': RECOMMENDED,
+};
+
+const servers: RedisProcess[] = [];
+const clients: Redis[] = [];
+const limiters: Limiter[] = [];
+
+afterEach(async () => {
+  // Resume first: a stopped server could not be killed cleanly, nor its clients closed.
+  for (const server of servers) server.resume();
+  await Promise.all(limiters.splice(0).map((limiter) => limiter.close()));
+  // Disconnect before the harness quits them: a quit queued on a dead server would never settle.
+  for (const client of clients.splice(0)) client.disconnect();
+  await Promise.all(servers.splice(0).map((server) => server.stop()));
+});
+
+/** A server of the test's own, to stop, pause or flush without reaching other suites. */
+export async function ownServer(): Promise<RedisProcess> {
+  const server = await startRedis();
+  servers.push(server);
+  return server;
+}
+
+export function clientOf(url: string, options: RedisOptions = {}): Redis {
+  const client = connect('ioredis 6', url, options);
+  clients.push(client);
+  return client;
+}
+
+/** Closes the limiter after the test. */
+export function owned<L extends Limiter>(limiter: L): L {
+  limiters.push(limiter);
+  return limiter;
+}
+
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  ms = 5000,
+): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
+    await sleep(10);
+  }
+}
+
+export async function readyClient(server: RedisProcess, options: RedisOptions): Promise<Redis> {
+  const client = clientOf(server.url, options);
+  await waitFor(() => client.status === 'ready');
+  return client;
+}
+
+export async function timed<T>(promise: Promise<T>): Promise<{ value: T; ms: number }> {
+  const started = performance.now();
+  const value = await promise;
+  return { value, ms: performance.now() - started };
+}
