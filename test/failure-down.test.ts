@@ -2,12 +2,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis, RedisOptions } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, type LimiterOptions, SentinelError } from '../packages/core/src/index.ts';
-import { uniquePrefix } from './harness/clients.ts';
+import { SentinelError } from '../packages/core/src/index.ts';
 import {
   CLIENT_SETTINGS,
   clientOf,
-  owned,
+  limiterOn,
   ownServer,
   RECOMMENDED,
   readyClient,
@@ -20,28 +19,6 @@ import { freePort, type RedisProcess } from './harness/redis-server.ts';
 async function loseConnection(server: RedisProcess, client: Redis): Promise<void> {
   await server.stop();
   await waitFor(() => client.status !== 'ready');
-}
-
-function limiterOn(client: Redis, options: Partial<LimiterOptions> = {}) {
-  const errors: SentinelError[] = [];
-  const prefix = uniquePrefix('failure');
-  const limiter = createLimiter({
-    redis: client,
-    prefix,
-    limit: 10,
-    window: '1d',
-    onError: (error) => errors.push(error),
-    ...options,
-  } as LimiterOptions);
-  owned(limiter);
-  /** Loads the scripts and proves the store healthy; errors before this do not count. */
-  async function warmUp(): Promise<void> {
-    for (let i = 0; i < 20; i++) {
-      if ((await limiter.consume('warm-up')).degraded === undefined) break;
-    }
-    errors.length = 0;
-  }
-  return { limiter, errors, prefix, warmUp };
 }
 
 describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {

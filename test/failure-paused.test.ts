@@ -1,46 +1,17 @@
 // Failure policy on a silent Redis (SIGSTOP): the deadline, the circuit breaker, close(), late sends.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
-import {
-  createLimiter,
-  type Decision,
-  type LimiterOptions,
-  SentinelError,
-} from '../packages/core/src/index.ts';
-import { uniquePrefix } from './harness/clients.ts';
+import { type Decision, SentinelError } from '../packages/core/src/index.ts';
 import {
   CLIENT_SETTINGS,
   clientOf,
-  owned,
+  limiterOn,
   ownServer,
   RECOMMENDED,
   readyClient,
   timed,
 } from './harness/own-redis.ts';
 import type { RedisProcess } from './harness/redis-server.ts';
-
-function limiterOn(client: Redis, options: Partial<LimiterOptions> = {}) {
-  const errors: SentinelError[] = [];
-  const prefix = uniquePrefix('failure');
-  const limiter = createLimiter({
-    redis: client,
-    prefix,
-    limit: 10,
-    window: '1d',
-    onError: (error) => errors.push(error),
-    ...options,
-  } as LimiterOptions);
-  owned(limiter);
-  /** Loads the scripts and proves the store healthy; errors before this do not count. */
-  async function warmUp(): Promise<void> {
-    for (let i = 0; i < 20; i++) {
-      if ((await limiter.consume('warm-up')).degraded === undefined) break;
-    }
-    errors.length = 0;
-  }
-  return { limiter, errors, prefix, warmUp };
-}
 
 describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {
   it('degrades a call with STORE_TIMEOUT once the deadline passes', async () => {

@@ -2,8 +2,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis, RedisOptions } from 'ioredis';
 import { afterEach } from 'vitest';
-import type { Limiter } from '../../packages/core/src/index.ts';
-import { connect } from './clients.ts';
+import {
+  createLimiter,
+  type Limiter,
+  type LimiterOptions,
+  type SentinelError,
+} from '../../packages/core/src/index.ts';
+import { connect, uniquePrefix } from './clients.ts';
 import { type RedisProcess, startRedis } from './redis-server.ts';
 
 /** The client settings the README recommends for a limiter's Redis client. */
@@ -71,4 +76,27 @@ export async function timed<T>(promise: Promise<T>): Promise<{ value: T; ms: num
   const started = performance.now();
   const value = await promise;
   return { value, ms: performance.now() - started };
+}
+
+/** A limiter of 10 a day on `client` that records its errors, closed after the test. */
+export function limiterOn(client: Redis, options: Partial<LimiterOptions> = {}) {
+  const errors: SentinelError[] = [];
+  const prefix = uniquePrefix('failure');
+  const limiter = createLimiter({
+    redis: client,
+    prefix,
+    limit: 10,
+    window: '1d',
+    onError: (error) => errors.push(error),
+    ...options,
+  } as LimiterOptions);
+  owned(limiter);
+  /** Loads the scripts and proves the store healthy; errors before this do not count. */
+  async function warmUp(): Promise<void> {
+    for (let i = 0; i < 20; i++) {
+      if ((await limiter.consume('warm-up')).degraded === undefined) break;
+    }
+    errors.length = 0;
+  }
+  return { limiter, errors, prefix, warmUp };
 }
