@@ -2,16 +2,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  ALGORITHMS,
-  createLimiter,
-  type Limiter,
-  type PolicyOptions,
-  type SentinelError,
-} from '../../packages/core/src/index.ts';
+import { createLimiter, type Limiter, type SentinelError } from '../../packages/core/src/index.ts';
 import { LIBRARIES, NODE_REDIS, open, unconnected } from '../harness/client-libraries.ts';
 import { connect, uniquePrefix } from '../harness/clients.ts';
-import { admittedOf, commandCalls, expressAnswers, STEADY } from '../harness/connection-checks.ts';
+import {
+  commandCalls,
+  expectEveryAlgorithmAndMixedTier,
+  expressAnswers,
+  STEADY,
+} from '../harness/connection-checks.ts';
 import { type RedisCluster, startCluster } from '../harness/redis-cluster.ts';
 
 let cluster: RedisCluster;
@@ -29,42 +28,7 @@ afterAll(async () => {
 describe.each(LIBRARIES)('a limiter on a Cluster client of %s', (library) => {
   it('admits exactly the limit with every algorithm and with a mixed tier, and resets', async () => {
     const client = await open(library, cluster.seeds);
-    for (const algorithm of ALGORITHMS) {
-      const single = createLimiter({
-        ...STEADY,
-        redis: client,
-        prefix: uniquePrefix('cluster'),
-        limit: 3,
-        window: '1d',
-        algorithm,
-      });
-      const consume = () => single.consume('tenant');
-      expect(await admittedOf(consume, 4), algorithm).toEqual([true, true, true, false]);
-      await single.reset('tenant');
-      expect((await single.peek('tenant')).remaining, algorithm).toBe(3);
-      await single.close();
-    }
-    const mixed: PolicyOptions[] = ALGORITHMS.map((algorithm, i) => ({
-      name: algorithm,
-      limit: 3 + i,
-      window: '1d',
-      algorithm,
-    }));
-    const tiered = createLimiter({
-      ...STEADY,
-      redis: client,
-      prefix: uniquePrefix('cluster'),
-      tiers: { FREE: { limit: 1, window: '1d' }, MIXED: mixed },
-    });
-    // Five keys under one hash tag, one slot: no CROSSSLOT, and all or nothing.
-    const consumeMixed = () => tiered.consume('tenant', { tier: 'MIXED' });
-    expect(await admittedOf(consumeMixed, 5)).toEqual([true, true, true, false, false]);
-    const after = await tiered.peek('tenant', { tier: 'MIXED' });
-    expect(after.policies.map((p) => p.remaining)).toEqual([0, 1, 2, 3, 4]);
-    await tiered.reset('tenant');
-    const fresh = await tiered.peek('tenant', { tier: 'MIXED' });
-    expect(fresh.policies.map((p) => p.remaining)).toEqual([3, 4, 5, 6, 7]);
-    await tiered.close();
+    await expectEveryAlgorithmAndMixedTier(client, 'cluster');
   });
 
   it('recovers from SCRIPT FLUSH on every node with one EVAL, counting the request once', async () => {

@@ -2,15 +2,18 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  ALGORITHMS,
   createLimiter,
   type LimiterOptions,
-  type PolicyOptions,
   type SentinelError,
 } from '../../packages/core/src/index.ts';
 import { LIBRARIES, type LibraryName, open } from '../harness/client-libraries.ts';
 import { connect, uniquePrefix } from '../harness/clients.ts';
-import { admittedOf, commandCalls, expressAnswers, STEADY } from '../harness/connection-checks.ts';
+import {
+  commandCalls,
+  expectEveryAlgorithmAndMixedTier,
+  expressAnswers,
+  STEADY,
+} from '../harness/connection-checks.ts';
 import { type RedisProcess, startRedis } from '../harness/redis-server.ts';
 
 // A server of this file's own: SCRIPT FLUSH and CONFIG RESETSTAT must not touch other suites.
@@ -29,47 +32,7 @@ afterAll(async () => {
 describe.each(LIBRARIES)('a limiter on a client of %s', (library: LibraryName) => {
   it('admits exactly the limit with every algorithm and with a mixed tier, and resets', async () => {
     const client = await open(library, server.url);
-    for (const algorithm of ALGORITHMS) {
-      // Day-long windows on the Redis clock: a fixed window rolls over only at midnight UTC.
-      const single = createLimiter({
-        ...STEADY,
-        redis: client,
-        prefix: uniquePrefix('byo'),
-        limit: 3,
-        window: '1d',
-        algorithm,
-      });
-      expect(await admittedOf(() => single.consume('tenant'), 4), algorithm).toEqual([
-        true,
-        true,
-        true,
-        false,
-      ]);
-      await single.reset('tenant');
-      expect((await single.peek('tenant')).remaining, algorithm).toBe(3);
-      await single.close();
-    }
-    const mixed: PolicyOptions[] = ALGORITHMS.map((algorithm, i) => ({
-      name: algorithm,
-      limit: 3 + i,
-      window: '1d',
-      algorithm,
-    }));
-    const tiered = createLimiter({
-      ...STEADY,
-      redis: client,
-      prefix: uniquePrefix('byo'),
-      tiers: { FREE: { limit: 1, window: '1d' }, MIXED: mixed },
-    });
-    const consumeMixed = () => tiered.consume('tenant', { tier: 'MIXED' });
-    // All or nothing: the tightest policy (3) decides, and a refusal consumes from none.
-    expect(await admittedOf(consumeMixed, 5)).toEqual([true, true, true, false, false]);
-    const after = await tiered.peek('tenant', { tier: 'MIXED' });
-    expect(after.policies.map((p) => p.remaining)).toEqual([0, 1, 2, 3, 4]);
-    await tiered.reset('tenant');
-    const fresh = await tiered.peek('tenant', { tier: 'MIXED' });
-    expect(fresh.policies.map((p) => p.remaining)).toEqual([3, 4, 5, 6, 7]);
-    await tiered.close();
+    await expectEveryAlgorithmAndMixedTier(client, 'byo');
     // close() leaves a client passed as `redis` open: another limiter can still use it.
     const again = createLimiter({
       ...STEADY,

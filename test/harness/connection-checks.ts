@@ -1,12 +1,17 @@
 // Checks the connection suites repeat for every client library: counts, command statistics, an adapter's answers.
 import type { Redis } from 'ioredis';
+import { expect } from 'vitest';
 import {
+  ALGORITHMS,
   byHeader,
+  createLimiter,
   type Decision,
+  type PolicyOptions,
   type RedisClient,
   type SentinelError,
 } from '../../packages/core/src/index.ts';
 import { driver } from '../adapters/express.ts';
+import { uniquePrefix } from './clients.ts';
 
 /** Counts are what these suites measure: a slow machine must not decide them, nor hide an error. */
 export const STEADY = {
@@ -65,4 +70,48 @@ export async function expressAnswers(
   } finally {
     await app.close();
   }
+}
+
+/**
+ * Every algorithm admits exactly its limit of 3 and resets, and a tier mixing all five (limits
+ * 3 to 7, one hash tag) consumes from all or from none. Day-long windows on the Redis clock: a
+ * fixed window rolls over only at midnight UTC.
+ */
+export async function expectEveryAlgorithmAndMixedTier(client: RedisClient, label: string) {
+  for (const algorithm of ALGORITHMS) {
+    const single = createLimiter({
+      ...STEADY,
+      redis: client,
+      prefix: uniquePrefix(label),
+      limit: 3,
+      window: '1d',
+      algorithm,
+    });
+    const consume = () => single.consume('tenant');
+    expect(await admittedOf(consume, 4), algorithm).toEqual([true, true, true, false]);
+    await single.reset('tenant');
+    expect((await single.peek('tenant')).remaining, algorithm).toBe(3);
+    await single.close();
+  }
+  const mixed: PolicyOptions[] = ALGORITHMS.map((algorithm, i) => ({
+    name: algorithm,
+    limit: 3 + i,
+    window: '1d',
+    algorithm,
+  }));
+  const tiered = createLimiter({
+    ...STEADY,
+    redis: client,
+    prefix: uniquePrefix(label),
+    tiers: { FREE: { limit: 1, window: '1d' }, MIXED: mixed },
+  });
+  const consumeMixed = () => tiered.consume('tenant', { tier: 'MIXED' });
+  // All or nothing: the tightest policy (3) decides, and a refusal consumes from none.
+  expect(await admittedOf(consumeMixed, 5)).toEqual([true, true, true, false, false]);
+  const after = await tiered.peek('tenant', { tier: 'MIXED' });
+  expect(after.policies.map((p) => p.remaining)).toEqual([0, 1, 2, 3, 4]);
+  await tiered.reset('tenant');
+  const fresh = await tiered.peek('tenant', { tier: 'MIXED' });
+  expect(fresh.policies.map((p) => p.remaining)).toEqual([3, 4, 5, 6, 7]);
+  await tiered.close();
 }
