@@ -197,8 +197,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   if (clock !== undefined && typeof clock !== 'function')
     fail('clock', 'must be a function returning Unix milliseconds');
   const { plans, fallback } = resolvePlans(options);
-  const { store, owned, client: ownClient } = resolveStore(options);
   const breaker = breakerOptions === false ? undefined : new CircuitBreaker(breakerOptions);
+  // Last, once every option is known good: it may open a connection.
+  const { store, owned, client: ownClient } = resolveStore(options);
   const local = onStoreError === 'local' ? new MemoryStore() : undefined;
   let warned = false;
 
