@@ -6,8 +6,11 @@ export function fingerprint(value: string): string {
   return createHash('sha256').update(value).digest('base64url').slice(0, 22);
 }
 
-/** Keys up to this length made only of printable ASCII are stored as they are. */
-const PLAIN_KEY = /^[\x21-\x7a|\x7e][\x21-\x7a|\x7e]{0,199}$/;
+/**
+ * 1 to 200 characters of printable ASCII other than space and the braces `{` `}` (0x7b, 0x7d),
+ * not starting with `~`, which marks fingerprints.
+ */
+const PLAIN_KEY = /^(?!~)[\x21-\x7a\x7c\x7e]{1,200}$/;
 
 /**
  * The identity as it appears in store keys. Printable ASCII up to 200 characters, without the
@@ -15,5 +18,5 @@ const PLAIN_KEY = /^[\x21-\x7a|\x7e][\x21-\x7a|\x7e]{0,199}$/;
  * unicode, braces, a leading `~`) becomes `~` and its fingerprint.
  */
 export function storageIdentity(key: string): string {
-  return PLAIN_KEY.test(key) && key[0] !== '~' ? key : `~${fingerprint(key)}`;
+  return PLAIN_KEY.test(key) ? key : `~${fingerprint(key)}`;
 }
