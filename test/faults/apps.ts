@@ -8,7 +8,8 @@ import { driver as fastify } from '../adapters/fastify.ts';
 import { driver as koa } from '../adapters/koa.ts';
 import { uniquePrefix } from '../harness/clients.ts';
 import { type RedisProcess, startRedis } from '../harness/redis-server.ts';
-import { get, now, type Sample } from './load.ts';
+import { waitFor } from '../harness/wait-for.ts';
+import { get, identities, now, type Sample, startLoad } from './load.ts';
 
 export const DRIVERS: readonly AdapterDriver[] = [express, koa, fastify];
 
@@ -114,15 +115,31 @@ export function codes(failures: readonly Failure[]): string[] {
   ];
 }
 
-export async function waitFor(
-  condition: () => boolean | Promise<boolean>,
-  ms = 5_000,
-): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await sleep(10);
-  }
+export { waitFor };
+
+/**
+ * Kills Redis for `downMs` under 20 requests in flight over 50 identities of limit 5 (a mix of
+ * 200s and 429s while Redis is up), restarts it, and waits until the app limits again. Times
+ * are on the load's clock (`now()`).
+ */
+export async function outage(app: FaultApp, server: RedisProcess, downMs: number) {
+  const load = startLoad(app.url, {
+    concurrency: 20,
+    maxMs: 10_000,
+    maxRequests: 100_000,
+    users: identities('load', 50),
+  });
+  await sleep(400);
+  await server.stop();
+  const stoppedAt = now();
+  await sleep(downMs);
+  const restartingAt = now();
+  await server.restart();
+  const restartedAt = now();
+  const resumedAfter = await untilLimiting(app, 5, restartedAt);
+  await sleep(200);
+  const samples = await load.stop();
+  return { samples, stoppedAt, restartingAt, restartedAt, resumedAfter };
 }
 
 /**

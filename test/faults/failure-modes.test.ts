@@ -1,19 +1,18 @@
 // Fail-closed and local modes with Redis killed under HTTP load, each back to normal after a restart.
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { driver as express } from '../adapters/express.ts';
 import { driver as fastify } from '../adapters/fastify.ts';
 import { uniquePrefix } from '../harness/clients.ts';
-import { DEADLINE_MS, DRIVERS, faultApp, ownRedis, untilLimiting, waitFor } from './apps.ts';
 import {
-  identities,
-  latencies,
-  now,
-  percentile,
-  sentBetween,
-  startLoad,
-  statuses,
-} from './load.ts';
+  DEADLINE_MS,
+  DRIVERS,
+  faultApp,
+  outage,
+  ownRedis,
+  untilLimiting,
+  waitFor,
+} from './apps.ts';
+import { latencies, now, percentile, sentBetween, statuses } from './load.ts';
 
 // As in redis-killed.test.ts: the deadline plus 250 ms for a saturated app's event loop.
 const RESPONSE_BOUND_MS = DEADLINE_MS + 250;
@@ -22,22 +21,11 @@ describe.each(DRIVERS)("$name with onStoreError 'deny'", (driver) => {
   it('answers 503 problems while Redis is down, and limits again within 2 s of a restart', async () => {
     const server = await ownRedis();
     const app = await faultApp(driver, server, { onStoreError: 'deny' });
-    const load = startLoad(app.url, {
-      concurrency: 20,
-      maxMs: 10_000,
-      maxRequests: 100_000,
-      users: identities('load', 50),
-    });
-    await sleep(400);
-    await server.stop();
-    const stoppedAt = now();
-    await sleep(1_000);
-    const restartingAt = now();
-    await server.restart();
-    const restartedAt = now();
-    const resumedAfter = await untilLimiting(app, 5, restartedAt);
-    await sleep(200);
-    const samples = await load.stop();
+    const { samples, stoppedAt, restartingAt, restartedAt, resumedAfter } = await outage(
+      app,
+      server,
+      1_000,
+    );
 
     expect(samples.filter((s) => ![200, 429, 503].includes(s.status))).toEqual([]);
     expect(percentile(samples, 100), latencies(samples)).toBeLessThan(RESPONSE_BOUND_MS);

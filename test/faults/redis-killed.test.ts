@@ -1,8 +1,7 @@
 // Redis killed (SIGKILL) under HTTP load through each adapter: fail open fast, then limit again on restart.
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { codes, DEADLINE_MS, DRIVERS, faultApp, ownRedis, untilLimiting } from './apps.ts';
-import { identities, latencies, now, percentile, sentBetween, startLoad } from './load.ts';
+import { codes, DEADLINE_MS, DRIVERS, faultApp, outage, ownRedis } from './apps.ts';
+import { latencies, percentile, sentBetween } from './load.ts';
 
 // Bounds, for a 2-core machine running the app, its load and Redis at once:
 // - every HTTP response within the deadline plus 250 ms, for the event loop of a saturated app
@@ -19,23 +18,11 @@ describe.each(DRIVERS)('$name', (driver) => {
   it('fails open without a 5xx, fast, and limits again within 2 s of a restart', async () => {
     const server = await ownRedis();
     const app = await faultApp(driver, server);
-    // 20 in flight over 50 identities of limit 5: a mix of 200s and 429s while Redis is up.
-    const load = startLoad(app.url, {
-      concurrency: 20,
-      maxMs: 10_000,
-      maxRequests: 100_000,
-      users: identities('load', 50),
-    });
-    await sleep(400);
-    await server.stop();
-    const stoppedAt = now();
-    await sleep(1_500);
-    const restartingAt = now();
-    await server.restart();
-    const restartedAt = now();
-    const resumedAfter = await untilLimiting(app, 5, restartedAt);
-    await sleep(200);
-    const samples = await load.stop();
+    const { samples, stoppedAt, restartingAt, restartedAt, resumedAfter } = await outage(
+      app,
+      server,
+      1_500,
+    );
 
     // Never a 5xx nor a dropped request, and every response within the bound.
     expect(samples.filter((s) => s.status === 0 || s.status >= 500)).toEqual([]);

@@ -1,5 +1,4 @@
 // Redis servers, clients and limiters a failure test owns, torn down after each test.
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis, RedisOptions } from 'ioredis';
 import { afterEach } from 'vitest';
 import {
@@ -10,6 +9,7 @@ import {
 } from '../../packages/core/src/index.ts';
 import { connect, uniquePrefix } from './clients.ts';
 import { type RedisProcess, startRedis } from './redis-server.ts';
+import { waitFor } from './wait-for.ts';
 
 /** The client settings the README recommends for a limiter's Redis client. */
 export const RECOMMENDED: RedisOptions = {
@@ -55,16 +55,7 @@ export function owned<L extends Limiter>(limiter: L): L {
   return limiter;
 }
 
-export async function waitFor(
-  condition: () => boolean | Promise<boolean>,
-  ms = 5000,
-): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await sleep(10);
-  }
-}
+export { waitFor };
 
 export async function readyClient(server: RedisProcess, options: RedisOptions): Promise<Redis> {
   const client = clientOf(server.url, options);
