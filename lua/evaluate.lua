@@ -4,21 +4,25 @@
 -- ARGV[1]          now in Unix milliseconds, or '' to use the Redis clock (TIME)
 -- ARGV[2]          cost of the request, a positive integer
 -- ARGV[3]          '1' to consume, '0' to only look (peek)
--- ARGV[3i+1]       algorithm of policy i
--- ARGV[3i+2]       limit of policy i
--- ARGV[3i+3]       window of policy i, in milliseconds
+-- ARGV[4]          Unix milliseconds by the Redis clock after which the caller no longer waits
+--                  for this call, or '' for no such time
+-- ARGV[3i+2]       algorithm of policy i
+-- ARGV[3i+3]       limit of policy i
+-- ARGV[3i+4]       window of policy i, in milliseconds
 --
--- Returns { allowed, then per policy: allowed, remaining, reset_ms, retry_ms }, integers only,
--- so the reply reads the same over RESP2 and RESP3.
+-- Returns { allowed, then per policy: allowed, remaining, reset_ms, retry_ms, then the Redis
+-- clock in Unix milliseconds }, or { -1, the Redis clock } when the call arrived after ARGV[4]
+-- and did nothing. Integers only, so the reply reads the same over RESP2 and RESP3.
 
-local now = tonumber(ARGV[1])
-if now then
-  now = now - EPOCH_MS
-else
-  -- One clock for every gateway: theirs drift, Redis's is shared.
-  local time = redis.call('TIME')
-  now = (tonumber(time[1]) * 1000 - EPOCH_MS) + math.floor(tonumber(time[2]) / 1000)
-end
+local time = redis.call('TIME')
+local clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- A caller past its deadline has been answered without this call: consuming now would charge a
+-- request that was never told it counted. The caller may send it again.
+local expiry = tonumber(ARGV[4])
+if expiry and clock > expiry then return { -1, clock } end
+
+-- One clock for every gateway: theirs drift, Redis's is shared.
+local now = (tonumber(ARGV[1]) or clock) - EPOCH_MS
 local cost = tonumber(ARGV[2])
 local apply = ARGV[3] == '1'
 local count = #KEYS
@@ -26,7 +30,7 @@ local count = #KEYS
 local function run(consume)
   local reply = { 1 }
   for i = 1, count do
-    local at = 3 * i + 1
+    local at = 3 * i + 2
     local allowed, remaining, reset, retry =
       ALGORITHMS[ARGV[at]](KEYS[i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), cost, now, consume)
     if allowed == 0 then reply[1] = 0 end
@@ -38,7 +42,12 @@ end
 
 -- One policy decides and writes in a single pass. Several first look without writing, and
 -- consume from all only when all admit, so a rejection anywhere consumes nothing anywhere.
-if count == 1 or not apply then return run(apply) end
-local look = run(false)
-if look[1] == 0 then return look end
-return run(true)
+local reply
+if count == 1 or not apply then
+  reply = run(apply)
+else
+  reply = run(false)
+  if reply[1] == 1 then reply = run(true) end
+end
+reply[#reply + 1] = clock
+return reply

@@ -17,8 +17,9 @@ export class CircuitBreaker {
   readonly #threshold: number;
   readonly #cooldownMs: number;
   #failures = 0;
-  /** 0 while closed; otherwise when the next probe may go. */
-  #openUntil = 0;
+  #open = false;
+  /** While open, when the next probe may go. */
+  #probeAt = 0;
   #probing = false;
 
   constructor({ failures = 3, cooldownMs = 1000 }: CircuitBreakerOptions = {}) {
@@ -36,27 +37,55 @@ export class CircuitBreaker {
     this.#cooldownMs = cooldownMs;
   }
 
-  get isOpen(): boolean {
-    return this.#openUntil !== 0;
-  }
-
   /** Whether a call may go to the store now. While open, admits one probe after the cool-down. */
   allow(now: number): boolean {
-    if (this.#openUntil === 0) return true;
-    if (this.#probing || now < this.#openUntil) return false;
+    if (!this.#open) return true;
+    if (this.#probing || now < this.#probeAt) return false;
     this.#probing = true;
     return true;
   }
 
   success(): void {
     this.#failures = 0;
-    this.#openUntil = 0;
+    this.#open = false;
     this.#probing = false;
   }
 
   failure(now: number): void {
     this.#probing = false;
     this.#failures++;
-    if (this.#failures >= this.#threshold) this.#openUntil = now + this.#cooldownMs;
+    if (this.#failures >= this.#threshold) {
+      this.#open = true;
+      this.#probeAt = now + this.#cooldownMs;
+    }
+  }
+
+  /** The store says it is back: the next call probes it without waiting out the cool-down. */
+  probeNow(): void {
+    this.#probeAt = 0;
+  }
+}
+
+/** One breaker per server of a store, so that a failing Cluster master trips only its own. */
+export class CircuitBreakers {
+  readonly #options: CircuitBreakerOptions;
+  readonly #byServer = new Map<string, CircuitBreaker>();
+
+  constructor(options: CircuitBreakerOptions = {}) {
+    this.#byServer.set('', new CircuitBreaker(options));
+    this.#options = options;
+  }
+
+  of(server: string): CircuitBreaker {
+    let breaker = this.#byServer.get(server);
+    if (breaker === undefined) {
+      breaker = new CircuitBreaker(this.#options);
+      this.#byServer.set(server, breaker);
+    }
+    return breaker;
+  }
+
+  probeNow(): void {
+    for (const breaker of this.#byServer.values()) breaker.probeNow();
   }
 }

@@ -1,8 +1,10 @@
 // Errors Sentinel reports through `onError`. Each carries a stable `code` to branch on.
 
 export type SentinelErrorCode =
-  /** The store did not answer within the deadline. */
+  /** The store sent nothing for the deadline while this process was waiting to hear it. */
   | 'STORE_TIMEOUT'
+  /** The store is answering, but so far behind that it ran the call after its deadline. */
+  | 'STORE_BUSY'
   /** The store's connection is down or was never made. */
   | 'STORE_UNAVAILABLE'
   /** The store answered with an error. */

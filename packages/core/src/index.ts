@@ -47,7 +47,6 @@ export {
   toRedisConnection,
 } from './redis-connection.ts';
 export { type RedisClient, RedisStore, type RedisStoreOptions } from './redis-store.ts';
-export { evaluateScript, isNoScriptError, type ScriptClient } from './script-evaluator.ts';
 export { EPOCH_MS, type LuaScript, type ScriptName, scripts } from './scripts.generated.ts';
 export * from './types.ts';
 export { formatWindow, parseWindow } from './window.ts';

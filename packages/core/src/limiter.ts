@@ -1,5 +1,9 @@
 // createLimiter: resolves options once, then each consume is one store call and a decision.
-import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.ts';
+import {
+  type CircuitBreaker,
+  type CircuitBreakerOptions,
+  CircuitBreakers,
+} from './circuit-breaker.ts';
 import { fixedDecision, toDecision } from './decision.ts';
 import { SentinelError } from './errors.ts';
 import { storageIdentity } from './fingerprint.ts';
@@ -63,11 +67,20 @@ export interface LimiterOptions {
   onStoreError?: StoreErrorMode;
   /** Reports every store failure and unknown tier. */
   onError?: (error: SentinelError) => void;
-  /** Deadline of a Redis call on a silent Redis, in ms, for a store built from `redis`. @default 50 */
+  /**
+   * Ms a Redis call waits while Redis sends nothing and this process is free to hear it, for a
+   * store built from `redis` or `redisUrl` (see RedisStoreOptions). @default 50
+   */
   timeout?: number;
-  /** Wait for the first Redis connection, in ms, for a store built from `redis`. @default 500 */
+  /**
+   * Ms calls wait for the first Redis connection, for a store built from `redis` or `redisUrl`;
+   * after that, calls fail at once until it comes up. @default 500
+   */
   connectTimeout?: number;
-  /** The circuit breaker in front of the store, or false for none. */
+  /**
+   * The circuit breaker in front of the store, or false for none. There is one per server: on a
+   * Redis Cluster, a failing master trips only the breaker of the identities it serves.
+   */
   breaker?: CircuitBreakerOptions | false;
   /** Unix ms for the scripts to use instead of the Redis clock: for tests. @default Redis `TIME` */
   clock?: () => number;
@@ -197,9 +210,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
   if (clock !== undefined && typeof clock !== 'function')
     fail('clock', 'must be a function returning Unix milliseconds');
   const { plans, fallback } = resolvePlans(options);
-  const breaker = breakerOptions === false ? undefined : new CircuitBreaker(breakerOptions);
+  const breakers = breakerOptions === false ? undefined : new CircuitBreakers(breakerOptions);
   // Last, once every option is known good: it may open a connection.
   const { store, owned, client: ownClient } = resolveStore(options);
+  // A store that is connected again is probed at once rather than after the cool-down.
+  const unsubscribe = breakers && store.onReady?.(() => breakers.probeNow());
   const local = onStoreError === 'local' ? new MemoryStore() : undefined;
   let warned = false;
 
@@ -267,12 +282,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
       apply,
       now: clock?.(),
     };
+    const breaker = breakers?.of(store.serverOf?.(req.keys) ?? '');
     if (breaker && !breaker.allow(Date.now())) return Promise.resolve(degrade(plan, req));
     let reply: StoreReply | Promise<StoreReply>;
     try {
       reply = store.evaluate(req);
     } catch (error) {
-      return Promise.resolve(failed(plan, req, error));
+      return Promise.resolve(failed(plan, req, error, breaker));
     }
     if (!(reply instanceof Promise)) {
       breaker?.success();
@@ -283,12 +299,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
         breaker?.success();
         return toDecision(plan, value);
       },
-      (error: unknown) => failed(plan, req, error),
+      (error: unknown) => failed(plan, req, error, breaker),
     );
   }
 
-  function failed(plan: Plan, req: StoreRequest, error: unknown): Decision {
-    breaker?.failure(Date.now());
+  function failed(
+    plan: Plan,
+    req: StoreRequest,
+    error: unknown,
+    breaker: CircuitBreaker | undefined,
+  ): Decision {
     const failure =
       error instanceof SentinelError
         ? error
@@ -299,6 +319,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
               cause: error,
             },
           );
+    // A store that answers, however late, is not down: only silence and failures trip the breaker.
+    if (failure.code === 'STORE_BUSY') breaker?.success();
+    else breaker?.failure(Date.now());
     report(failure);
     return degrade(plan, req, failure);
   }
@@ -320,6 +343,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       await local?.reset([...keys]);
     },
     async close() {
+      unsubscribe?.();
       local?.close();
       if (owned) await store.close();
       // A client built from redisUrl is the limiter's own; one passed as `redis` stays open.

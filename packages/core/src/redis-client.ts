@@ -4,9 +4,9 @@ import type { IoredisLikeClient } from './redis-connection.ts';
 
 /**
  * Settings for a limiter's connection. Nothing queues while disconnected and nothing is re-sent
- * after a reconnect, so a call that already failed open cannot consume quota later; retries are
- * bounded; reconnects come quickly, so limiting resumes soon after Redis does; keep-alive finds
- * dead peers.
+ * after a reconnect: the scripts' expiry would make a late call do nothing, but it would still
+ * cost Redis a call. Retries are bounded; reconnects come within 200 ms, so limiting resumes
+ * soon after Redis does; keep-alive finds dead peers.
  */
 export const LIMITER_CLIENT_OPTIONS = {
   enableOfflineQueue: false,
@@ -14,7 +14,7 @@ export const LIMITER_CLIENT_OPTIONS = {
   autoResendUnfulfilledCommands: false,
   keepAlive: 10_000,
   connectTimeout: 2_000,
-  retryStrategy: (attempt: number) => Math.min(attempt * 100, 500),
+  retryStrategy: (attempt: number) => Math.min(attempt * 50, 200),
 } as const;
 
 interface IoredisModule {
@@ -71,9 +71,11 @@ function build(
     return { host: hostname, port: Number(port || 6379) };
   });
   const first = new URL(nodes[0] as string);
-  const { enableOfflineQueue, retryStrategy, ...redisOptions } = settings;
+  // A Cluster connects to a master at its first command to it. Without its offline queue it
+  // refuses commands until then and retries them 100 ms later, so it keeps the queue; the store
+  // sends nothing while the Cluster as a whole is down.
+  const { enableOfflineQueue: _, retryStrategy, ...redisOptions } = settings;
   return new ioredis.Cluster(startup, {
-    enableOfflineQueue,
     clusterRetryStrategy: retryStrategy,
     redisOptions: {
       ...redisOptions,

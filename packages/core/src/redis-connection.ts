@@ -1,4 +1,5 @@
 // One small interface over the Redis client libraries Sentinel supports, with one adapter each.
+import calculateSlot from 'cluster-key-slot';
 
 /** What the Redis store needs of a client, whichever library made it. */
 export interface RedisConnection {
@@ -15,6 +16,11 @@ export interface RedisConnection {
   connectIfLazy(): void;
   /** Whether an error is Redis answering with an error, rather than the connection failing. */
   isReplyError(error: unknown): boolean;
+  /**
+   * The server a command on `key` goes to: its Cluster master's `host:port`, '?' while the slot
+   * table does not know it, '' for a standalone client.
+   */
+  serverOf(key: string): string;
   /** Closes the connection: politely while Redis answers, at once when it does not. */
   close(): Promise<void>;
 }
@@ -51,6 +57,10 @@ export interface IoredisLikeClient {
   disconnect(): void;
   on(event: 'ready', listener: () => void): unknown;
   removeListener(event: 'ready', listener: () => void): unknown;
+  /** True for a `Cluster`. */
+  readonly isCluster?: boolean;
+  /** A `Cluster`'s slot table: for each slot, its master's `host:port` first. */
+  readonly slots?: ReadonlyArray<readonly string[] | undefined>;
 }
 
 /** A node-redis (`redis` 5 or later) client from `createClient` or `createCluster`. */
@@ -66,6 +76,8 @@ export interface NodeRedisLikeClient {
   disconnect?(): Promise<unknown>;
   on(event: 'ready' | 'connect', listener: () => void): unknown;
   off(event: 'ready' | 'connect', listener: () => void): unknown;
+  /** A cluster's slot table: for each slot, its master. */
+  readonly slots?: ReadonlyArray<{ readonly master?: { readonly address?: string } } | undefined>;
 }
 
 export type SupportedRedisClient = IoredisLikeClient | NodeRedisLikeClient;
@@ -100,6 +112,8 @@ function fromIoredis(client: IoredisLikeClient): RedisConnection {
       if (client.status === 'wait') client.connect().catch(() => {});
     },
     isReplyError: (error) => error instanceof Error && error.name === 'ReplyError',
+    serverOf: (key) =>
+      client.isCluster === true ? (client.slots?.[calculateSlot(key)]?.[0] ?? '?') : '',
     close: () =>
       closeConnection(
         client.status === 'ready',
@@ -138,6 +152,9 @@ function fromNodeRedis(client: NodeRedisLikeClient): RedisConnection {
     // node-redis connects only when told; connecting for the user would race their own connect().
     connectIfLazy() {},
     isReplyError: (error) => isInstanceOfNamed(error, 'ErrorReply'),
+    // Only a cluster has a slot table.
+    serverOf: (key) =>
+      client.slots === undefined ? '' : (client.slots[calculateSlot(key)]?.master?.address ?? '?'),
     close: () =>
       closeConnection(
         (client.isReady ?? client.isOpen) === true,

@@ -1,10 +1,13 @@
-// The Redis store: one script call per decision, under a deadline that tells down from busy.
+// The Redis store: one script call per decision, under a deadline that tells a silent Redis from a busy process.
 import { SentinelError } from './errors.ts';
+import { listeningTime } from './listening-time.ts';
+import { BACKSTOP_TIMEOUTS, RedisCall } from './redis-call.ts';
 import {
   type RedisConnection,
   type SupportedRedisClient,
   toRedisConnection,
 } from './redis-connection.ts';
+import { RedisNode } from './redis-node.ts';
 import { evaluateScript } from './script-evaluator.ts';
 import { scripts } from './scripts.generated.ts';
 import type { Store, StoreReply, StoreRequest } from './types.ts';
@@ -15,33 +18,25 @@ export type RedisClient = SupportedRedisClient;
 export interface RedisStoreOptions {
   client: RedisClient;
   /**
-   * Milliseconds a call may wait on a Redis that has gone silent. A Redis that keeps answering
-   * other calls is busy, not down, and its callers keep waiting for their turn.
+   * Milliseconds a call may wait while its Redis server sends nothing and this process is free
+   * to hear it. Time spent running JavaScript does not count, so a burst that keeps the process
+   * busy is not taken for a silent Redis; a backstop of 10 × `timeout` in wall time still gives
+   * up on a hung Redis when the process never idles. Redis does nothing with a call that reaches
+   * it more than `timeout` after it was sent, so a call given up on never consumes quota late.
    * @default 50
    */
   timeout?: number;
   /**
    * Milliseconds calls may wait for the client's first connection, so that a burst at start-up
-   * is counted rather than waved through. Once connected, a lost connection fails calls at once.
+   * is counted rather than waved through. Once that wait has passed without a connection, and
+   * once a connection is lost, calls fail at once until the client is connected again.
    * @default 500
    */
   connectTimeout?: number;
 }
 
-interface Pending {
-  /** When the command went to the client; NaN while it waits for the first connection. */
-  sentAt: number;
-  readonly calledAt: number;
-  settled: boolean;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (error: SentinelError) => void;
-}
-
-/**
- * Sends one command. `stillWanted` records a sign of life from Redis and says whether the call
- * is still waiting for its result, for commands that need a second round trip.
- */
-type Command = (stillWanted: () => boolean) => Promise<unknown>;
+/** Sends a call to its server; resolves with undefined once the call is no longer wanted. */
+type Command = (call: RedisCall, node: RedisNode) => Promise<StoreReply | undefined>;
 
 function positiveInteger(value: unknown, option: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
@@ -56,30 +51,29 @@ export class RedisStore implements Store {
   readonly #client: RedisConnection;
   readonly #unsubscribe: () => void;
   readonly #timeout: number;
+  readonly #backstop: number;
   readonly #connectTimeout: number;
-  /** Calls in flight, oldest first; settled ones are dropped from the front as the timer passes. */
-  #pending: Pending[] = [];
+  /** Each server's liveness and clock: one for a standalone client, one per Cluster master. */
+  readonly #nodes = new Map<string, RedisNode>();
+  /** Calls in flight, held ones included; settled ones are dropped as the timer passes. */
+  #pending: RedisCall[] = [];
   /** Sends held until the first connection is ready. */
-  #held: Array<(now: number) => void> = [];
+  #held: Array<() => void> = [];
   #everReady: boolean;
-  #lastReplyAt = 0;
+  /** The first connection's wait has passed: until it comes up, calls fail at once. */
+  #connectWaitOver = false;
   #timer: NodeJS.Timeout | undefined;
-  /** Any reply, an error reply included, proves the server is answering. */
-  readonly #replied = (): void => {
-    this.#lastReplyAt = Date.now();
-  };
   readonly #onReady = (): void => {
     this.#everReady = true;
-    this.#replied();
     const held = this.#held;
     this.#held = [];
-    const now = Date.now();
-    for (const send of held) send(now);
+    for (const send of held) send();
   };
 
   constructor({ client, timeout = 50, connectTimeout = 500 }: RedisStoreOptions) {
     this.#client = toRedisConnection(client);
     this.#timeout = positiveInteger(timeout, 'timeout');
+    this.#backstop = this.#timeout * BACKSTOP_TIMEOUTS;
     this.#connectTimeout = positiveInteger(connectTimeout, 'connectTimeout');
     this.#everReady = this.#client.isReady();
     this.#unsubscribe = this.#client.onReady(this.#onReady);
@@ -87,14 +81,34 @@ export class RedisStore implements Store {
 
   evaluate(request: StoreRequest): Promise<StoreReply> {
     const { keys, now, cost, apply, args, script } = request;
-    const argv = [now === undefined ? '' : String(now), String(cost), apply ? '1' : '0', ...args];
-    return this.#call((stillWanted) =>
-      evaluateScript(this.#client, scripts[script], keys, argv, stillWanted),
-    ) as Promise<StoreReply>;
+    // The fourth argument, the expiry, is written by the evaluator at each send.
+    const argv = [
+      now === undefined ? '' : String(now),
+      String(cost),
+      apply ? '1' : '0',
+      '',
+      ...args,
+    ];
+    return this.#call(keys, apply, (call, node) =>
+      evaluateScript(this.#client, node, scripts[script], keys, argv, call),
+    );
   }
 
   async reset(keys: readonly string[]): Promise<void> {
-    await this.#call(() => this.#client.del(keys));
+    await this.#call(keys, false, async (call, node) => {
+      call.sending();
+      await this.#client.del(keys);
+      node.heard();
+      return [];
+    });
+  }
+
+  serverOf(keys: readonly string[]): string {
+    return this.#client.serverOf(keys[0] ?? '');
+  }
+
+  onReady(listener: () => void): () => void {
+    return this.#client.onReady(listener);
   }
 
   /** Stops the deadline timer and fails calls still in flight. The client stays open: it is yours. */
@@ -102,36 +116,43 @@ export class RedisStore implements Store {
     this.#unsubscribe();
     this.#stopTimer();
     const closed = new SentinelError('STORE_UNAVAILABLE', 'The Redis store was closed');
-    for (const pending of this.#pending) this.#fail(pending, closed);
+    for (const call of this.#pending) call.fail(closed);
     this.#pending = [];
     this.#held = [];
   }
 
-  #call(command: Command): Promise<unknown> {
+  #node(key = ''): RedisNode {
+    const name = this.#client.serverOf(key);
+    let node = this.#nodes.get(name);
+    if (node === undefined) {
+      node = new RedisNode(name);
+      this.#nodes.set(name, node);
+    }
+    return node;
+  }
+
+  #call(keys: readonly string[], expires: boolean, command: Command): Promise<StoreReply> {
     return new Promise((resolve, reject) => {
-      const now = Date.now();
-      const pending: Pending = {
-        sentAt: Number.NaN,
-        calledAt: now,
-        settled: false,
-        resolve,
-        reject,
-      };
+      const call = new RedisCall(expires, this.#timeout, resolve, reject);
       const client = this.#client;
       if (client.isReady()) {
-        this.#send(command, pending, now);
-      } else if (!this.#everReady && !client.isClosed()) {
+        this.#send(call, keys, command);
+      } else if (!this.#everReady && !client.isClosed() && !this.#connectWaitOver) {
         // Before the first connection: wait for it rather than wave a start-up burst through.
-        this.#held.push((readyAt) => this.#send(command, pending, readyAt));
+        this.#held.push(() => this.#send(call, keys, command));
         client.connectIfLazy();
       } else {
-        // The connection was up and is lost: failing now beats queueing a command that may be
-        // replayed later and consume quota nobody is waiting for.
-        const state = client.isClosed() ? 'closed' : 'down';
+        // A lost connection, or a first one that is overdue: failing now beats queueing a
+        // command that may be replayed later and consume quota nobody is waiting for.
+        const state = client.isClosed()
+          ? 'closed'
+          : this.#everReady
+            ? 'down'
+            : `not connected after connectTimeout (${this.#connectTimeout} ms)`;
         reject(new SentinelError('STORE_UNAVAILABLE', `The Redis connection is ${state}`));
         return;
       }
-      this.#pending.push(pending);
+      this.#pending.push(call);
       if (this.#timer === undefined) {
         this.#timer = setInterval(this.#tick, Math.max(5, Math.floor(this.#timeout / 5)));
         this.#timer.unref();
@@ -139,39 +160,28 @@ export class RedisStore implements Store {
     });
   }
 
-  #send(command: Command, pending: Pending, now: number): void {
+  #send(call: RedisCall, keys: readonly string[], command: Command): void {
     // A call that already failed its deadline must not reach Redis late and consume quota.
-    if (pending.settled) return;
-    pending.sentAt = now;
-    const stillWanted = (): boolean => {
-      this.#replied();
-      return !pending.settled;
-    };
-    command(stillWanted).then(
+    if (call.settled) return;
+    const node = this.#node(keys[0]);
+    call.node = node;
+    command(call, node).then(
       (reply) => {
-        this.#replied();
-        if (pending.settled) return;
-        pending.settled = true;
-        pending.resolve(reply);
+        if (reply !== undefined) call.resolve(reply);
       },
       (error: unknown) => {
+        if (error instanceof SentinelError) return call.fail(error);
         const replied = this.#client.isReplyError(error);
-        if (replied) this.#replied();
+        if (replied) node.heard();
+        else node.down = true;
         const message = error instanceof Error ? error.message : String(error);
-        this.#fail(
-          pending,
+        call.fail(
           new SentinelError(replied ? 'STORE_FAILED' : 'STORE_UNAVAILABLE', message, {
             cause: error,
           }),
         );
       },
     );
-  }
-
-  #fail(pending: Pending, error: SentinelError): void {
-    if (pending.settled) return;
-    pending.settled = true;
-    pending.reject(error);
   }
 
   // Deadlines are checked after the event loop has read pending replies, so a process that was
@@ -181,41 +191,54 @@ export class RedisStore implements Store {
   };
 
   readonly #expire = (): void => {
-    const now = Date.now();
-    const silent = now - this.#lastReplyAt >= this.#timeout;
+    const now = performance.now();
+    const listening = listeningTime();
     const pending = this.#pending;
-    let done = 0;
+    let kept = 0;
     for (const call of pending) {
-      if (call.settled) {
-        done++;
-        continue;
-      }
-      if (Number.isNaN(call.sentAt)) {
-        if (now - call.calledAt < this.#connectTimeout) break;
-        this.#fail(
-          call,
-          new SentinelError(
-            'STORE_UNAVAILABLE',
-            `Redis did not connect within connectTimeout (${this.#connectTimeout} ms)`,
-          ),
-        );
-      } else {
-        // Calls are in send order, so once one is within its deadline, all later ones are.
-        if (!silent || now - call.sentAt < this.#timeout) break;
-        this.#fail(
-          call,
-          new SentinelError('STORE_TIMEOUT', `Redis sent nothing for ${this.#timeout} ms`),
-        );
-      }
-      done++;
+      if (call.settled) continue;
+      const overdue = this.#overdue(call, now, listening);
+      if (overdue) call.fail(overdue);
+      else pending[kept++] = call;
     }
-    if (done === pending.length) {
-      this.#pending = [];
-      this.#stopTimer();
-    } else if (done > 0) {
-      this.#pending = pending.slice(done);
-    }
+    pending.length = kept;
+    if (kept === 0) this.#stopTimer();
   };
+
+  /**
+   * Why a call must give up now, if it must. Silence is measured from the later of the call's
+   * send and its server's last reply, in listening time, so only a server that let this process
+   * wait `timeout` ms for nothing is silent: a busy event loop is not. The wall-clock backstop
+   * catches a silent server while the process never idles. Either way the call has waited past
+   * the expiry it carries, so Redis cannot run it once it has been given up.
+   */
+  #overdue(call: RedisCall, now: number, listening: number): SentinelError | undefined {
+    const { node } = call;
+    if (node === undefined || Number.isNaN(call.sentAt)) {
+      if (now - call.calledAt < this.#connectTimeout) return undefined;
+      this.#connectWaitOver = true;
+      return new SentinelError(
+        'STORE_UNAVAILABLE',
+        `Redis did not connect within connectTimeout (${this.#connectTimeout} ms)`,
+      );
+    }
+    if (now < call.mayGiveUpAt) return undefined;
+    if (
+      node.down ||
+      !this.#client.isReady() ||
+      listening - Math.max(call.sentListening, node.heardListening) >= this.#timeout ||
+      now - Math.max(call.sentAt, node.heardAt) >= this.#backstop
+    ) {
+      // Once one call has shown the server silent, the others on it need not prove it again:
+      // a process kept busy by the calls the breaker now answers would take long to.
+      node.down = true;
+      return new SentinelError(
+        'STORE_TIMEOUT',
+        `Redis sent nothing for ${this.#timeout} ms while this process waited for it`,
+      );
+    }
+    return undefined;
+  }
 
   #stopTimer(): void {
     if (this.#timer !== undefined) clearInterval(this.#timer);

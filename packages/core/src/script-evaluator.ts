@@ -1,30 +1,79 @@
-// Runs a script by SHA, sending its source only when Redis answers NOSCRIPT.
+// Runs a script by SHA: one load per server on NOSCRIPT, and a resend when Redis ran it too late.
+import { SentinelError } from './errors.ts';
 import type { RedisConnection } from './redis-connection.ts';
+import type { RedisNode } from './redis-node.ts';
 import type { LuaScript } from './scripts.generated.ts';
 
-/** The two commands the evaluator needs, as every RedisConnection has them. */
-export type ScriptClient = Pick<RedisConnection, 'evalsha' | 'eval'>;
+/** The commands the evaluator needs, as every RedisConnection has them. */
+export type ScriptClient = Pick<RedisConnection, 'evalsha' | 'eval' | 'isReplyError'>;
+
+/** A call in flight, as the evaluator sees it. */
+export interface ScriptCall {
+  /** False once the caller has been answered without Redis: from then on nothing is sent. */
+  readonly wanted: boolean;
+  /** Marks a command of the call going out now, and returns the expiry argument it carries. */
+  sending(): string;
+  /** performance.now() of the latest send. */
+  readonly sentAt: number;
+  /** Whether a call that Redis ran after its expiry may be sent again. */
+  mayResend(): boolean;
+}
+
+/** The index of the expiry in the script's arguments (ARGV[4] in lua/evaluate.lua). */
+export const EXPIRY_ARG = 3;
+/** The first reply element of a call that arrived after its expiry and did nothing. */
+const EXPIRED = -1;
 
 export function isNoScriptError(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
 /**
- * EVALSHA, then EVAL on NOSCRIPT and only on NOSCRIPT. Any other error is rethrown: a script
- * that failed halfway is not rolled back, so running it again could count a request twice.
- * `onNoScript` hears of the NOSCRIPT reply first; when it returns false, the caller has given
- * up on the result, so the EVAL is not sent and the NOSCRIPT error stands.
+ * Sends EVALSHA, and sends again only when Redis says the script did not run: NOSCRIPT, or the
+ * expired reply. Any other error is rethrown: a script that failed halfway is not rolled back,
+ * so running it again could count a request twice. On NOSCRIPT, one call per server sends the
+ * source with EVAL, which loads it; the others wait for that reply and send the SHA again, so a
+ * cold burst costs one load, not one EVAL per call. Before every send the call is asked whether
+ * it is still wanted: one that gave up sends nothing more. `args[EXPIRY_ARG]` is rewritten for
+ * every send. Resolves with the reply, without its trailing server clock, or with undefined once
+ * the call is no longer wanted.
  */
-export function evaluateScript(
+export async function evaluateScript(
   client: ScriptClient,
+  node: RedisNode,
   script: LuaScript,
   keys: readonly string[],
-  args: readonly string[],
-  onNoScript?: () => boolean,
-): Promise<unknown> {
-  return client.evalsha(script.sha1, keys, args).catch((error: unknown) => {
-    if (!isNoScriptError(error)) throw error;
-    if (onNoScript?.() === false) throw error;
-    return client.eval(script.source, keys, args);
-  });
+  args: string[],
+  call: ScriptCall,
+): Promise<number[] | undefined> {
+  let source = false;
+  let waits = 0;
+  for (;;) {
+    if (!call.wanted) return undefined;
+    args[EXPIRY_ARG] = call.sending();
+    let reply: number[];
+    try {
+      reply = (await (source
+        ? node.load(script.sha1, () => client.eval(script.source, keys, args))
+        : client.evalsha(script.sha1, keys, args))) as number[];
+    } catch (error) {
+      if (client.isReplyError(error)) node.heard();
+      if (source || !isNoScriptError(error)) throw error;
+      // The script did not run, so sending the call again cannot count it twice. A call that
+      // meets NOSCRIPT again after a load (SCRIPT FLUSH, a slot that moved) sends the source.
+      const loading = node.loading(script.sha1);
+      if (loading && waits++ === 0) await loading;
+      else source = true;
+      continue;
+    }
+    source = false;
+    node.heard(reply.pop(), call.sentAt);
+    if (reply[0] !== EXPIRED) return reply;
+    if (!call.mayResend()) {
+      throw new SentinelError(
+        'STORE_BUSY',
+        'Redis is answering, but ran this call only after its deadline, so it did nothing',
+      );
+    }
+  }
 }

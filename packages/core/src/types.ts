@@ -92,8 +92,9 @@ export interface StoreRequest {
 }
 
 /**
- * A store's reply, the same shape the Lua script returns: `[allowed, then per policy allowed,
- * remaining, resetMs, retryAfterMs]`, with -1 for a retry that can never succeed.
+ * A store's reply, the shape the Lua script returns without its trailing Redis clock:
+ * `[allowed, then per policy allowed, remaining, resetMs, retryAfterMs]`, with -1 for a retry
+ * that can never succeed.
  */
 export type StoreReply = readonly number[];
 
@@ -101,6 +102,13 @@ export interface Store {
   evaluate(request: StoreRequest): StoreReply | Promise<StoreReply>;
   reset(keys: readonly string[]): void | Promise<void>;
   close(): void | Promise<void>;
+  /**
+   * The server that holds these keys, for a store spread over several that fail on their own,
+   * such as the masters of a Redis Cluster. The limiter keeps a circuit breaker per server.
+   */
+  serverOf?(keys: readonly string[]): string;
+  /** Calls `listener` whenever the store's connection comes (back) up; returns the unsubscribe. */
+  onReady?(listener: () => void): () => void;
 }
 
 /** A policy after validation, as stores see it. */

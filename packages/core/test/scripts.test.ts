@@ -7,15 +7,19 @@ import { type RedisProcess, startRedis } from '../../../test/harness/redis-serve
 import {
   ALGORITHMS,
   createLimiter,
-  evaluateScript,
   RedisStore,
   type ScriptName,
   type SentinelError,
   scripts,
-  toRedisConnection,
 } from '../src/index.ts';
 
 const run = promisify(execFile);
+
+/** Unix ms by the Redis clock, the one the scripts report. */
+async function redisTimeMs(redis: ReturnType<typeof connect>): Promise<number> {
+  const [seconds, micros] = await redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
 const generator = new URL('../scripts/generate-lua.mjs', import.meta.url).pathname;
 
 describe('the generated module', () => {
@@ -34,21 +38,58 @@ describe('the generated module', () => {
 });
 
 describe.each(CLIENTS)('replies over %s', (client) => {
-  it.each([...ALGORITHMS, 'mixed' as const])('are whole numbers for %s', async (name) => {
-    const redis = connect(client);
-    const key = `${uniquePrefix()}:{id}:p`;
-    const policy = name === 'mixed' ? 'gcra' : name;
-    const reply = await evaluateScript(
-      toRedisConnection(redis),
-      scripts[name],
-      [key],
-      ['', '2', '1', policy, '7', '60001'],
-    );
-    expect(Array.isArray(reply)).toBe(true);
-    expect(reply).toHaveLength(5);
-    for (const value of reply as unknown[]) expect(Number.isInteger(value)).toBe(true);
-    expect((reply as number[])[0]).toBe(1);
-  });
+  it.each([...ALGORITHMS, 'mixed' as const])(
+    'are whole numbers for %s, ending with the Redis clock',
+    async (name) => {
+      const redis = connect(client);
+      const key = `${uniquePrefix()}:{id}:p`;
+      const policy = name === 'mixed' ? 'gcra' : name;
+      const before = await redisTimeMs(redis);
+      const reply = (await redis.evalsha(
+        scripts[name].sha1,
+        1,
+        key,
+        ...['', '2', '1', '', policy, '7', '60001'],
+      )) as unknown[];
+      expect(reply).toHaveLength(6);
+      for (const value of reply) expect(Number.isInteger(value)).toBe(true);
+      expect(reply[0]).toBe(1);
+      const clock = reply[5] as number;
+      expect(clock).toBeGreaterThanOrEqual(before);
+      expect(clock).toBeLessThanOrEqual(await redisTimeMs(redis));
+    },
+  );
+
+  it.each([...ALGORITHMS, 'mixed' as const])(
+    'do nothing for %s once the Redis clock is past the expiry',
+    async (name) => {
+      const redis = connect(client);
+      const key = `${uniquePrefix()}:{id}:p`;
+      const policy = name === 'mixed' ? 'gcra' : name;
+      const run = (expiry: number) =>
+        redis.evalsha(
+          scripts[name].sha1,
+          1,
+          key,
+          '',
+          '1',
+          '1',
+          String(expiry),
+          policy,
+          '7',
+          '60001',
+        );
+      const now = await redisTimeMs(redis);
+      const late = (await run(now - 1)) as number[];
+      expect(late).toHaveLength(2);
+      expect(late[0]).toBe(-1);
+      expect(late[1]).toBeGreaterThanOrEqual(now);
+      expect(await redis.exists(key)).toBe(0);
+      // An expiry still ahead of the clock lets the call run.
+      expect(((await run(now + 60_000)) as number[])[0]).toBe(1);
+      expect(await redis.exists(key)).toBe(1);
+    },
+  );
 });
 
 describe('the script evaluator', () => {

@@ -1,0 +1,73 @@
+// One call of the Redis store in flight: its server, its sends, its expiry, and its caller.
+import type { SentinelError } from './errors.ts';
+import { listeningTime } from './listening-time.ts';
+import type { RedisNode } from './redis-node.ts';
+import type { ScriptCall } from './script-evaluator.ts';
+import type { StoreReply } from './types.ts';
+
+/** The wall-clock backstop of a call, in multiples of `timeout`. */
+export const BACKSTOP_TIMEOUTS = 10;
+
+/** A call in flight: its server, when it was made and last sent, and whether anyone still waits. */
+export class RedisCall implements ScriptCall {
+  readonly calledAt = performance.now();
+  /** Its server, known once it is sent: a Cluster's slot table comes with its connection. */
+  node: RedisNode | undefined;
+  /** performance.now() of the latest send; NaN while held for the first connection. */
+  sentAt = Number.NaN;
+  /** listeningTime() then. */
+  sentListening = 0;
+  /** performance.now() before which the store may not give up on the latest send. */
+  mayGiveUpAt = Number.NaN;
+  settled = false;
+  readonly #expires: boolean;
+  readonly #timeout: number;
+  readonly #resolve: (value: StoreReply) => void;
+  readonly #reject: (error: SentinelError) => void;
+
+  constructor(
+    expires: boolean,
+    timeout: number,
+    resolve: (value: StoreReply) => void,
+    reject: (error: SentinelError) => void,
+  ) {
+    this.#expires = expires;
+    this.#timeout = timeout;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  get wanted(): boolean {
+    return !this.settled;
+  }
+
+  sending(): string {
+    this.sentAt = performance.now();
+    this.sentListening = listeningTime();
+    this.mayGiveUpAt = this.sentAt;
+    if (!this.#expires) return '';
+    // Redis does nothing with the call once its clock reads past `timeout` after the send,
+    // taking the latest reading its clock may have. The store waits as much longer as that
+    // reading is uncertain, so Redis has `timeout` to run the call, and cannot run it after the
+    // store has given up.
+    const { clock } = this.node as RedisNode;
+    this.mayGiveUpAt = this.sentAt + this.#timeout + clock.uncertainty;
+    return String(Math.floor(clock.latest(this.sentAt + this.#timeout)));
+  }
+
+  mayResend(): boolean {
+    return performance.now() - this.calledAt < this.#timeout * BACKSTOP_TIMEOUTS;
+  }
+
+  resolve(value: StoreReply): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.#resolve(value);
+  }
+
+  fail(error: SentinelError): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.#reject(error);
+  }
+}

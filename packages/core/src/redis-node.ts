@@ -1,0 +1,60 @@
+// One Redis server as the store sees it: when it was last heard, its clock, its script loads.
+import { listeningTime } from './listening-time.ts';
+import { ServerClock } from './server-clock.ts';
+
+/**
+ * A standalone server, or one master of a Cluster. Liveness is kept per server, not per client:
+ * a hung master must not hide behind the replies of the others, nor make their callers wait.
+ */
+export class RedisNode {
+  /** `host:port` of a Cluster master; '' for a standalone server. */
+  readonly name: string;
+  readonly clock = new ServerClock();
+  /** performance.now() when the server last replied to anything. */
+  heardAt = Number.NEGATIVE_INFINITY;
+  /** listeningTime() then. */
+  heardListening = Number.NEGATIVE_INFINITY;
+  /**
+   * A call gave up on the server's silence, or met a failed connection, and the server has not
+   * been heard since: other calls on it need not wait for proof of their own.
+   */
+  down = false;
+  /** Script loads in flight, by SHA1: the calls that met NOSCRIPT wait for one load each. */
+  readonly #loads = new Map<string, Promise<unknown>>();
+
+  constructor(name: string) {
+    this.name = name;
+  }
+
+  /**
+   * Any reply, an error reply included, is a sign of life. A script's reply also carries the
+   * server's clock, for a command sent at `sentAt` (a `performance.now()`).
+   */
+  heard(serverMs?: number, sentAt?: number): void {
+    this.heardAt = performance.now();
+    this.heardListening = listeningTime();
+    this.down = false;
+    if (serverMs !== undefined && sentAt !== undefined) {
+      this.clock.observe(serverMs, sentAt, this.heardAt);
+    }
+  }
+
+  /** The load of `sha1` in flight, if any. */
+  loading(sha1: string): Promise<unknown> | undefined {
+    return this.#loads.get(sha1);
+  }
+
+  /** Sends a command that loads `sha1`, and lets other calls wait for it until it is answered. */
+  load<T>(sha1: string, send: () => Promise<T>): Promise<T> {
+    const sent = send();
+    const done = sent.then(
+      () => {},
+      () => {},
+    );
+    this.#loads.set(sha1, done);
+    void done.then(() => {
+      if (this.#loads.get(sha1) === done) this.#loads.delete(sha1);
+    });
+    return sent;
+  }
+}
