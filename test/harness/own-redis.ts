@@ -37,8 +37,8 @@ afterEach(async () => {
 });
 
 /** A server of the test's own, to stop, pause or flush without reaching other suites. */
-export async function ownServer(): Promise<RedisProcess> {
-  const server = await startRedis();
+export async function ownServer(port?: number): Promise<RedisProcess> {
+  const server = await startRedis([], port);
   servers.push(server);
   return server;
 }

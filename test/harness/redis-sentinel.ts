@@ -5,7 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { freePort, type RedisProcess, requireRedisServer, startRedis } from './redis-server.ts';
+import {
+  diesWithThisProcess,
+  freePort,
+  type RedisProcess,
+  requireRedisServer,
+  startRedis,
+} from './redis-server.ts';
 
 export interface SentinelGroup {
   /** The name the sentinel monitors the master under. */
@@ -73,7 +79,8 @@ export async function startSentinelGroup({
       '',
     ].join('\n'),
   );
-  const child = spawn(requireRedisServer(), [config, '--sentinel'], { stdio: 'ignore' });
+  const [command, args] = diesWithThisProcess(requireRedisServer(), [config, '--sentinel']);
+  const child = spawn(command, args, { stdio: 'ignore' });
   children.add(child);
   const exited = new Promise((resolve) => child.once('exit', resolve));
   void exited.then(() => children.delete(child));

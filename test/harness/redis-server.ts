@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isMainThread } from 'node:worker_threads';
 import { Redis } from 'ioredis';
 
 const INSTALL_HINT =
@@ -52,7 +53,42 @@ export async function freePort(): Promise<number> {
   });
 }
 
-// Servers must not outlive the test process, whatever way it ends.
+let pdeathsig: boolean | undefined;
+
+/**
+ * Whether this OS can have the kernel kill a server when the process that started it dies, even
+ * by SIGKILL, which runs no exit handler: Linux with util-linux's `setpriv --pdeathsig`.
+ */
+export function parentDeathSignalAvailable(): boolean {
+  pdeathsig ??= process.platform === 'linux' && setprivRuns();
+  return pdeathsig;
+}
+
+function setprivRuns(): boolean {
+  // Tries the option, not only the binary: an old util-linux's setpriv lacks --pdeathsig.
+  try {
+    execFileSync('setpriv', ['--pdeathsig', 'KILL', '--', 'true'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The command and arguments that run `binary` with `args` so that it dies with this process,
+ * through setpriv where it can: setpriv sets the parent-death signal, then execs the binary, so
+ * the child's pid stays the program's own (the one INFO reports and pause() signals). The kernel
+ * sends that signal when the spawning *thread* ends, and a worker thread can end before its
+ * process: only the main thread uses it.
+ */
+export function diesWithThisProcess(binary: string, args: readonly string[]): [string, string[]] {
+  return isMainThread && parentDeathSignalAvailable()
+    ? ['setpriv', ['--pdeathsig', 'KILL', '--', binary, ...args]]
+    : [binary, [...args]];
+}
+
+// Servers must not outlive the test process, whatever way it ends: where setpriv is missing
+// (macOS), this handler is all there is, and a SIGKILLed test process leaves its servers running.
 const children = new Set<ChildProcess>();
 const folders = new Set<string>();
 process.once('exit', () => {
@@ -108,21 +144,26 @@ async function waitForServer(
   }
 }
 
-/** Starts a redis-server on a free port with no persistence. Extra arguments are passed on. */
-export async function startRedis(extraArgs: readonly string[] = []): Promise<RedisProcess> {
+/**
+ * Starts a redis-server with no persistence, on `port` or a free one. Extra arguments are
+ * passed on.
+ */
+export async function startRedis(
+  extraArgs: readonly string[] = [],
+  port?: number,
+): Promise<RedisProcess> {
   // Another process may take the free port before the server binds it: try a few ports.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startRedisOnce(extraArgs);
+      return await startRedisOnce(extraArgs, port ?? (await freePort()));
     } catch (error) {
-      if (attempt === 3) throw error;
+      if (attempt === 3 || port !== undefined) throw error;
     }
   }
 }
 
-async function startRedisOnce(extraArgs: readonly string[]): Promise<RedisProcess> {
+async function startRedisOnce(extraArgs: readonly string[], port: number): Promise<RedisProcess> {
   const binary = requireRedisServer();
-  const port = await freePort();
   // A replica's first sync writes dump.rdb into the working directory, which every server
   // started there later would load: each server gets a folder of its own.
   const dir = join(tmpdir(), `sentinel-redis-${port}-${process.pid}`);
@@ -130,25 +171,22 @@ async function startRedisOnce(extraArgs: readonly string[]): Promise<RedisProces
   let child: ChildProcess | undefined;
   const launch = async (): Promise<void> => {
     mkdirSync(dir, { recursive: true });
-    child = spawn(
-      binary,
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--protected-mode',
-        'no',
-        '--dir',
-        dir,
-        ...extraArgs,
-      ],
-      { stdio: 'ignore' },
-    );
+    const [command, args] = diesWithThisProcess(binary, [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--protected-mode',
+      'no',
+      '--dir',
+      dir,
+      ...extraArgs,
+    ]);
+    child = spawn(command, args, { stdio: 'ignore' });
     const started = child;
     children.add(started);
     started.once('exit', () => children.delete(started));
