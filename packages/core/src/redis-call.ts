@@ -13,7 +13,9 @@ export class RedisCall implements ScriptCall {
   readonly calledAt = performance.now();
   /** Its server, known once it is sent: a Cluster's slot table comes with its connection. */
   node: RedisNode | undefined;
-  /** performance.now() of the latest send; NaN while held for the first connection. */
+  /** performance.now() of the first send; NaN while held for the first connection. */
+  firstSentAt = Number.NaN;
+  /** performance.now() of the latest send. */
   sentAt = Number.NaN;
   /** listeningTime() then. */
   sentListening = 0;
@@ -43,6 +45,7 @@ export class RedisCall implements ScriptCall {
 
   sending(): string {
     this.sentAt = performance.now();
+    if (Number.isNaN(this.firstSentAt)) this.firstSentAt = this.sentAt;
     this.sentListening = listeningTime();
     this.mayGiveUpAt = this.sentAt;
     if (!this.#expires) return '';
@@ -55,8 +58,9 @@ export class RedisCall implements ScriptCall {
     return String(Math.floor(clock.latest(this.sentAt + this.#timeout)));
   }
 
+  // Counted from the first send: waiting for the first connection spends none of it.
   mayResend(): boolean {
-    return performance.now() - this.calledAt < this.#timeout * BACKSTOP_TIMEOUTS;
+    return performance.now() - this.firstSentAt < this.#timeout * BACKSTOP_TIMEOUTS;
   }
 
   resolve(value: StoreReply): void {

@@ -14,6 +14,11 @@ export interface RedisConnection {
   onReady(listener: () => void): () => void;
   /** Starts a connection the client defers to its first command (ioredis `lazyConnect`). */
   connectIfLazy(): void;
+  /**
+   * Opens the connections to a Cluster's masters that the client defers to each master's first
+   * command, so that a burst does not wait on them. Nothing for a standalone client.
+   */
+  connectServers(): void;
   /** Whether an error is Redis answering with an error, rather than the connection failing. */
   isReplyError(error: unknown): boolean;
   /**
@@ -59,6 +64,8 @@ export interface IoredisLikeClient {
   removeListener(event: 'ready', listener: () => void): unknown;
   /** True for a `Cluster`. */
   readonly isCluster?: boolean;
+  /** A `Cluster`'s connections to its nodes, by role. */
+  nodes?(role: 'master'): ReadonlyArray<{ readonly status: string; connect(): Promise<void> }>;
   /** A `Cluster`'s slot table: for each slot, its master's `host:port` first. */
   readonly slots?: ReadonlyArray<readonly string[] | undefined>;
 }
@@ -111,6 +118,14 @@ function fromIoredis(client: IoredisLikeClient): RedisConnection {
     connectIfLazy() {
       if (client.status === 'wait') client.connect().catch(() => {});
     },
+    // A Cluster opens a master's connection at its first command, and ioredis holds the command
+    // meanwhile (or, without the offline queue, refuses it and retries 100 ms later).
+    connectServers() {
+      if (client.isCluster !== true) return;
+      for (const node of client.nodes?.('master') ?? []) {
+        if (node.status === 'wait') node.connect().catch(() => {});
+      }
+    },
     isReplyError: (error) => error instanceof Error && error.name === 'ReplyError',
     serverOf: (key) =>
       client.isCluster === true ? (client.slots?.[calculateSlot(key)]?.[0] ?? '?') : '',
@@ -151,6 +166,8 @@ function fromNodeRedis(client: NodeRedisLikeClient): RedisConnection {
     },
     // node-redis connects only when told; connecting for the user would race their own connect().
     connectIfLazy() {},
+    // A node-redis cluster connects to its masters as it connects.
+    connectServers() {},
     isReplyError: (error) => isInstanceOfNamed(error, 'ErrorReply'),
     // Only a cluster has a slot table.
     serverOf: (key) =>

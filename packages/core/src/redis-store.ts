@@ -65,6 +65,7 @@ export class RedisStore implements Store {
   #timer: NodeJS.Timeout | undefined;
   readonly #onReady = (): void => {
     this.#everReady = true;
+    this.#client.connectServers();
     const held = this.#held;
     this.#held = [];
     for (const send of held) send();
@@ -76,6 +77,7 @@ export class RedisStore implements Store {
     this.#backstop = this.#timeout * BACKSTOP_TIMEOUTS;
     this.#connectTimeout = positiveInteger(connectTimeout, 'connectTimeout');
     this.#everReady = this.#client.isReady();
+    if (this.#everReady) this.#client.connectServers();
     this.#unsubscribe = this.#client.onReady(this.#onReady);
   }
 
