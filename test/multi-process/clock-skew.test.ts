@@ -1,6 +1,5 @@
 // Gateway processes whose clocks are skewed by ±30 s: Redis TIME holds the limit, each process's own clock does not.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { connect, uniquePrefix } from '../harness/clients.ts';
 import {
   ADAPTERS,
   awayFromWindowEdge,
@@ -10,7 +9,8 @@ import {
   race,
   redisTimeMs,
   startGateways,
-} from '../harness/gateways.ts';
+} from '../../examples/race-demo/fleet.ts';
+import { connect, uniquePrefix } from '../harness/clients.ts';
 
 /** Process clock offsets, slowest first: the waves below go through the gateways in this order. */
 const SKEWS_MS = [-30_000, 0, 30_000, 30_000];

@@ -1,10 +1,14 @@
-// A gateway process for the multi-process suites: one adapter's app on a free port, limited on a shared Redis.
+// A gateway process of the race demo: one adapter's app on a free port, limited on a shared Redis.
 //
-// Configured by the environment (see test/harness/gateways.ts): GATEWAY_ADAPTER, REDIS_URL,
-// GATEWAY_PREFIX, GATEWAY_LIMIT, GATEWAY_WINDOW and SKEW_MS. It reports `{ port }` over IPC
-// once it listens, and shuts down when the parent disconnects, including when the parent dies.
+// Configured by the environment (fleet.ts sets it): GATEWAY_ADAPTER, REDIS_URL, GATEWAY_PREFIX,
+// GATEWAY_LIMIT, GATEWAY_WINDOW and SKEW_MS. SKEW_MS simulates a gateway whose clock is off by
+// that many milliseconds: its `/<algorithm>` routes still share the limit exactly with the other
+// gateways, which shows that Sentinel decides on Redis's clock, while its `/client-clock/...`
+// routes, on this process's clock, do not. The process reports `{ port }` over IPC once it
+// listens, and shuts down when the parent disconnects, including when the parent dies.
+import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { LimiterOptions, Window } from '@sentinel/core';
+import type { Decision, LimiterOptions, Window } from '@sentinel/core';
 
 // The clock skew goes in before anything else loads, so every module sees the skewed clock.
 // Modules are therefore imported dynamically below; static imports would run first.
@@ -18,7 +22,7 @@ const [{ Redis }, core, { naiveTokenBucket }, { MULTI_POLICIES }] = await Promis
   import('ioredis'),
   import('@sentinel/core'),
   import('./naive-limiter.ts'),
-  import('./gateways.ts'),
+  import('./fleet.ts'),
 ]);
 
 const adapter = process.env.GATEWAY_ADAPTER ?? 'express';
@@ -42,8 +46,8 @@ await new Promise<void>((resolve, reject) => {
   setTimeout(() => reject(new Error('Redis was not ready within 10 s')), 10_000).unref();
 });
 
-/** Options every limited route shares; atomicity is measured here, not deadlines. */
-const base = { redis, prefix, identify: core.byHeader('x-tenant-id'), timeout: 10_000 };
+/** Options every limited route shares: Sentinel's defaults, as a user would deploy them. */
+const base = { redis, prefix, identify: core.byHeader('x-tenant-id') };
 type RouteOptions = Pick<
   LimiterOptions,
   'algorithm' | 'limit' | 'window' | 'policies' | 'clock'
@@ -70,14 +74,22 @@ const routes: Array<{ path: string; options: RouteOptions }> = [
   { path: '/multi', options: { group: 'multi', policies: MULTI_POLICIES } },
 ];
 
+/**
+ * What an admitted request gets: `degraded` names the store-error mode that decided instead of
+ * Redis, so that a race can tell an atomic admission from one Redis never saw.
+ */
+function admitted(decision: Decision | null | undefined) {
+  return { ok: true, degraded: decision?.degraded ?? null };
+}
+
 const naive = naiveTokenBucket(redis, limit, windowMs);
 /** The read-decide-write limiter on the same Redis: 200 or 429. */
 async function naiveStatus(tenant: unknown): Promise<200 | 429> {
   const key = `${prefix}:naive:{${String(tenant)}}`;
-  const admitted = await naive(key);
+  const allowed = await naive(key);
   // The naive limiter sets no TTL; keep the demo's keys from outliving it on a user's Redis.
   redis.pexpire(key, windowMs).catch(() => {});
-  return admitted ? 200 : 429;
+  return allowed ? 200 : 429;
 }
 const clock = () => ({ now: Date.now() });
 
@@ -86,13 +98,32 @@ interface Running {
   close(): Promise<void>;
 }
 
+/** Listens on a free port of 127.0.0.1; close() also drops kept-alive connections. */
+async function serve(listener: RequestListener): Promise<Running> {
+  const server = createServer(listener);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
 async function express(): Promise<Running> {
-  const { rateLimit } = await import('@sentinel/express');
-  const { express5, serve } = await import('../../packages/express/test/apps.ts');
-  const app = express5.app();
+  const [{ default: createApp }, { rateLimit }] = await Promise.all([
+    import('express'),
+    import('@sentinel/express'),
+  ]);
+  const app = createApp();
   const limiters = routes.map(({ path, options }) => {
     const middleware = rateLimit({ ...base, ...options });
-    app.get(path, middleware, (_req, res) => void res.json({ ok: true }));
+    app.get(path, middleware, (req, res) => void res.json(admitted(req.rateLimit)));
     return middleware;
   });
   app.get('/naive', async (req, res) => {
@@ -101,7 +132,7 @@ async function express(): Promise<Running> {
   app.get('/clock', (_req, res) => void res.json(clock()));
   const served = await serve(app);
   return {
-    port: Number(new URL(served.url).port),
+    port: served.port,
     async close() {
       await served.close();
       await Promise.all(limiters.map((limiter) => limiter.close()));
@@ -110,8 +141,10 @@ async function express(): Promise<Running> {
 }
 
 async function koa(): Promise<Running> {
-  const { rateLimit } = await import('@sentinel/koa');
-  const { Koa, serve } = await import('../../packages/koa/test/apps.ts');
+  const [{ default: Koa }, { rateLimit }] = await Promise.all([
+    import('koa'),
+    import('@sentinel/koa'),
+  ]);
   const byPath = new Map(
     routes.map(({ path, options }) => [path, rateLimit({ ...base, ...options })]),
   );
@@ -120,7 +153,7 @@ async function koa(): Promise<Running> {
     const limiter = byPath.get(ctx.path);
     if (limiter) {
       return limiter(ctx, async () => {
-        ctx.body = { ok: true };
+        ctx.body = admitted(ctx.state.rateLimit);
       });
     }
     if (ctx.path === '/naive') {
@@ -128,9 +161,9 @@ async function koa(): Promise<Running> {
       ctx.body = {};
     } else if (ctx.path === '/clock') ctx.body = clock();
   });
-  const served = await serve(app);
+  const served = await serve(app.callback());
   return {
-    port: Number(new URL(served.url).port),
+    port: served.port,
     async close() {
       await served.close();
       await Promise.all([...byPath.values()].map((limiter) => limiter.close()));
@@ -139,12 +172,16 @@ async function koa(): Promise<Running> {
 }
 
 async function fastify(): Promise<Running> {
-  const { sentinel } = await import('@sentinel/fastify');
-  const { Fastify } = await import('../../packages/fastify/test/framework.ts');
+  const [{ default: Fastify }, { sentinel }] = await Promise.all([
+    import('fastify'),
+    import('@sentinel/fastify'),
+  ]);
   const app = Fastify();
   await app.register(sentinel, { ...base, global: false });
   for (const { path, options } of routes) {
-    app.get(path, { config: { rateLimit: options } }, async () => ({ ok: true }));
+    app.get(path, { config: { rateLimit: options } }, async (request) =>
+      admitted(request.rateLimit),
+    );
   }
   app.get('/naive', async (request, reply) => {
     reply.code(await naiveStatus(request.headers['x-tenant-id']));

@@ -1,4 +1,4 @@
-// Starts and stops N real gateway processes sharing one Redis, and races requests across them.
+// Starts N gateway processes (gateway.ts) on one Redis, races requests across them, and stops them.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +30,8 @@ export interface GatewaySpec {
  * A running gateway. Routes: `/<algorithm>` (Redis TIME), `/client-clock/<algorithm>` (the
  * process's own clock, a comparison only), `/multi` (MULTI_POLICIES), `/naive` (read, decide in
  * JS, write back) and `/clock` (`{ now }`, the process's Date.now()). Requests are identified by
- * their `x-tenant-id` header; each route keeps its own budget.
+ * their `x-tenant-id` header; each route keeps its own budget. Sentinel's routes admit with
+ * `{ ok: true, degraded }`, where `degraded` is the decision's, or null.
  */
 export interface Gateway {
   readonly spec: GatewaySpec;
@@ -38,8 +39,9 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const ENTRY = fileURLToPath(new URL('./gateway-process.ts', import.meta.url));
+// The gateway runs from this folder, where `--import tsx` finds the example's own tsx.
+const FOLDER = fileURLToPath(new URL('.', import.meta.url));
+const ENTRY = fileURLToPath(new URL('./gateway.ts', import.meta.url));
 
 // Gateways must not outlive the process that started them, however it ends. (They also exit
 // by themselves when their IPC channel closes.)
@@ -48,10 +50,10 @@ process.once('exit', () => {
   for (const child of children) child.kill('SIGKILL');
 });
 
-/** Spawns one gateway (`node --import tsx`, tsx resolved from the repo root) and waits for its port. */
+/** Spawns one gateway (`node --import tsx gateway.ts`) and waits for its port. */
 export async function startGateway(spec: GatewaySpec): Promise<Gateway> {
   const child = spawn(process.execPath, ['--import', 'tsx', ENTRY], {
-    cwd: ROOT,
+    cwd: FOLDER,
     env: {
       ...process.env,
       GATEWAY_ADAPTER: spec.adapter,
@@ -174,6 +176,8 @@ export interface RaceResult {
   admitted: number;
   /** 200s by gateway, in the fleet's order. */
   admittedBy: number[];
+  /** 200s whose body names a degraded mode: admitted by `onStoreError`, not by Redis. */
+  degraded: number;
 }
 
 /**
@@ -188,15 +192,18 @@ export async function race(
 ): Promise<RaceResult> {
   const statuses: Record<number, number> = {};
   const admittedBy = gateways.map(() => 0);
+  let degraded = 0;
   await Promise.all(
     Array.from({ length: requests }, async (_, i) => {
       const index = i % gateways.length;
-      const { status } = await get(`${(gateways[index] as Gateway).url}${path}`, tenant);
+      const { status, body } = await get(`${(gateways[index] as Gateway).url}${path}`, tenant);
       statuses[status] = (statuses[status] ?? 0) + 1;
-      if (status === 200) admittedBy[index] = (admittedBy[index] ?? 0) + 1;
+      if (status !== 200) return;
+      admittedBy[index] = (admittedBy[index] ?? 0) + 1;
+      if ((body as { degraded?: unknown } | null)?.degraded) degraded++;
     }),
   );
-  return { statuses, admitted: statuses[200] ?? 0, admittedBy };
+  return { statuses, admitted: statuses[200] ?? 0, admittedBy, degraded };
 }
 
 /** A tenant no earlier request used, so that no test needs to flush Redis. */

@@ -1,5 +1,6 @@
-// The limiter Sentinel replaces: read the bucket, decide in JavaScript, write it back. It exists
-// only to show that the race tests can see an overshoot when there is one.
+// The limiter Sentinel replaces: read the bucket, decide in JavaScript, write it back.
+// It exists only to show the overshoot a race causes: the demo's first row, and the tests' proof
+// that they would see one.
 import type { Redis } from 'ioredis';
 
 export function naiveTokenBucket(client: Redis, limit: number, windowMs: number) {
