@@ -54,6 +54,13 @@ function stall(ms: number): void {
   }
 }
 
+/** Keeps Redis busy, answering no one, for ARGV[1] ms. */
+const SLOW_SCRIPT = `
+local function micros() local t = redis.call('TIME') return t[1] * 1000000 + t[2] end
+local until_us = micros() + tonumber(ARGV[1]) * 1000
+repeat until micros() >= until_us
+return 1`;
+
 const COLD_CLIENTS: Record<string, RedisOptions> = {
   'default client settings': {},
   'enableOfflineQueue: false': { enableOfflineQueue: false },
@@ -75,6 +82,34 @@ describe.each(['token-bucket', 'fixed-window'] as Algorithm[])('%s', (algorithm)
       expect(summary(decisions, errors)).toEqual({ admitted: 100, degraded: 0, errors: [] });
     },
   );
+});
+
+describe('a cold script', () => {
+  /** Calls of `command` on `url` since it started (INFO commandstats). */
+  async function calls(url: string, command: string): Promise<number> {
+    const info = await clientOf(url).info('commandstats');
+    return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+  }
+
+  it('costs one EVAL per connection, not one per call, and counts every call once', async () => {
+    const server = await ownServer();
+    const clients = [clientOf(server.url), clientOf(server.url)];
+    const prefix = uniquePrefix('cold');
+    const limiters = clients.map((client) =>
+      owned(createLimiter({ redis: client, prefix, limit: 100, window: '1d' })),
+    );
+    const decisions = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => (limiters[i % 2] as Limiter).consume('tenant')),
+    );
+    expect(summary(decisions, [])).toEqual({ admitted: 100, degraded: 0, errors: [] });
+    // A connection's first NOSCRIPT sends the source once, and the calls that met NOSCRIPT with
+    // it send the SHA again once it is loaded. A connection whose calls arrive after the other's
+    // load meets no NOSCRIPT at all.
+    const evals = await calls(server.url, 'eval');
+    expect(evals).toBeGreaterThanOrEqual(1);
+    expect(evals).toBeLessThanOrEqual(2);
+    expect(await calls(server.url, 'evalsha')).toBeLessThanOrEqual(2 * 1000 - evals);
+  });
 });
 
 describe('a busy but healthy Redis', () => {
@@ -100,6 +135,47 @@ describe('a busy but healthy Redis', () => {
       setTimeout(() => {
         const decisions = fire(limiter, 'stalled', 100);
         stall(120);
+        resolve(decisions);
+      }, 0);
+    });
+    expect(summary(await burst, errors)).toEqual({ admitted: 10, degraded: 0, errors: [] });
+  });
+
+  // Redis runs a slow script for 300 ms, and this process is blocked for all but the last
+  // 20 ms of it: Redis was silent far longer than the deadline, but this process heard only a
+  // little of that silence, so the calls wait for their replies.
+  it('does not blame Redis for the part of its silence this process was too busy to hear', async () => {
+    const server = await ownServer();
+    const client = clientOf(server.url);
+    const { warmUp, limiter, errors } = limiterOn(client, { limit: 10, timeout: 50 });
+    await warmUp();
+    const admin = clientOf(server.url);
+    await admin.ping();
+    await sleep(100);
+    const slow = admin.eval(SLOW_SCRIPT, 0, '300');
+    const burst = await new Promise<Promise<Decision[]>>((resolve) => {
+      setTimeout(() => {
+        const decisions = fire(limiter, 'slow', 100);
+        stall(280);
+        resolve(decisions);
+      }, 0);
+    });
+    await slow;
+    expect(summary(await burst, errors)).toEqual({ admitted: 10, degraded: 0, errors: [] });
+  });
+
+  // Longer than the wall-clock backstop (10 × timeout): a process that was blocked itself could
+  // not have heard Redis, so the wait counts for nothing, however long.
+  it('keeps waiting through a stall of its own longer than the backstop', async () => {
+    const server = await ownServer();
+    const client = clientOf(server.url);
+    const { warmUp, limiter, errors } = limiterOn(client, { limit: 10, timeout: 50 });
+    await warmUp();
+    await sleep(100);
+    const burst = await new Promise<Promise<Decision[]>>((resolve) => {
+      setTimeout(() => {
+        const decisions = fire(limiter, 'stalled', 100);
+        stall(700);
         resolve(decisions);
       }, 0);
     });

@@ -45,7 +45,7 @@ export function useStore(name: StoreName): StoreSetup {
     return { options: { store, prefix }, prefix };
   }
   client ??= connect();
-  return { options: { redis: client, prefix, timeout: 10_000 }, prefix, redis: client };
+  return { options: { redis: client, prefix }, prefix, redis: client };
 }
 
 /** The Redis client of a Redis store setup. */

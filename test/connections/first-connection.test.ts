@@ -37,7 +37,6 @@ describe.each(NODE_REDIS)('a %s client the user has yet to connect', (library) =
       limit: 2,
       window: '1d',
       connectTimeout: 5_000,
-      timeout: 10_000,
       onError: (error) => {
         throw error;
       },
@@ -91,7 +90,6 @@ describe.each(['ioredis 6', 'ioredis 5', 'iovalkey'] as const)('a lazy %s client
       limit: 2,
       window: '1d',
       connectTimeout: 5_000,
-      timeout: 10_000,
       onError: (error) => {
         throw error;
       },

@@ -161,11 +161,12 @@ describe('createRedisClient', () => {
     expectBoundedRetries(client.options.retryStrategy, 2_000);
   });
 
-  it('builds an ioredis Cluster with the same settings for every node from several URLs', () => {
+  it('builds an ioredis Cluster with the same node settings from several URLs, keeping its queue', () => {
     const client = createRedisClient(urls()) as unknown as Cluster;
     built.push(client);
     expect(client).toBeInstanceOf(Cluster);
-    expect(client.options.enableOfflineQueue).toBe(false);
+    // Its masters are connected at their first command, which waits in the queue meanwhile.
+    expect(client.options.enableOfflineQueue).toBe(true);
     expectBoundedRetries(client.options.clusterRetryStrategy, 2_000);
     expect(client.options.redisOptions).toMatchObject({
       autoResendUnfulfilledCommands: false,

@@ -1,7 +1,5 @@
 // Races 2000 requests for one tenant across 4 gateway processes per adapter on one Redis: exactly the limit.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ALGORITHMS, byHeader, createLimiter } from '../../packages/core/src/index.ts';
-import { connect, uniquePrefix } from '../harness/clients.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADAPTERS,
   awayFromWindowEdge,
@@ -10,34 +8,55 @@ import {
   MULTI_POLICIES,
   race,
   startGateways,
-} from '../harness/gateways.ts';
+} from '../../examples/race-demo/fleet.ts';
+import { ALGORITHMS, byHeader, createLimiter } from '../../packages/core/src/index.ts';
+import { connect, uniquePrefix } from '../harness/clients.ts';
+import { besideCpuHog } from '../harness/cpu-hog.ts';
+import { type RedisProcess, startRedis } from '../harness/redis-server.ts';
 
 const GATEWAYS = 4;
 const REQUESTS = 2000;
 const LIMIT = 100;
 const HOUR_MS = 3_600_000;
 
+/** Each gateway exposes every decision's degraded mode: the races count those too. */
+function outcome(result: Awaited<ReturnType<typeof race>>) {
+  return { statuses: result.statuses, degraded: result.degraded };
+}
+
 describe.each(ADAPTERS)('four %s gateway processes sharing one Redis', (adapter) => {
   const prefix = uniquePrefix(`race-${adapter}`);
+  let server: RedisProcess | undefined;
   let fleet: Fleet | undefined;
   const gateways = () => (fleet as Fleet).gateways;
+  const admin = () => connect('ioredis 6', (server as RedisProcess).url);
 
   beforeAll(async () => {
+    // A Redis of their own, with no script loaded: the first race of each algorithm (each has
+    // its own script) meets NOSCRIPT in every gateway at once. The gateways run with the
+    // limiter's default options: a deadline of 50 ms.
+    server = await startRedis();
+    const redisUrl = server.url;
     fleet = await startGateways(
-      Array.from({ length: GATEWAYS }, () => ({ adapter, redisUrl: inject('redisUrl'), prefix })),
+      Array.from({ length: GATEWAYS }, () => ({ adapter, redisUrl, prefix })),
     );
   });
   afterAll(async () => {
     await fleet?.stop();
+    await server?.stop();
   });
 
   it.each(ALGORITHMS)(
     'admits exactly 100 of 2000 concurrent requests spread over the gateways with %s',
     async (algorithm) => {
       // An hourly fixed window that rolled over mid-race would rightly admit a second 100.
-      if (algorithm === 'fixed-window') await awayFromWindowEdge(connect(), HOUR_MS);
+      if (algorithm === 'fixed-window') await awayFromWindowEdge(admin(), HOUR_MS);
       const result = await race(gateways(), `/${algorithm}`, freshTenant(algorithm), REQUESTS);
-      expect(result.statuses).toEqual({ 200: LIMIT, 429: REQUESTS - LIMIT });
+      // Every admission came from Redis's script, none from `onStoreError` after a missed deadline.
+      expect(outcome(result)).toEqual({
+        statuses: { 200: LIMIT, 429: REQUESTS - LIMIT },
+        degraded: 0,
+      });
       // The admissions really were decided in several processes, not one.
       expect(result.admittedBy.filter((count) => count > 0).length).toBeGreaterThan(1);
     },
@@ -46,14 +65,16 @@ describe.each(ADAPTERS)('four %s gateway processes sharing one Redis', (adapter)
   it('admits all-or-nothing under two policies: exactly 60, leaving the hourly policy 40', async () => {
     const tenant = freshTenant('multi');
     const result = await race(gateways(), '/multi', tenant, REQUESTS);
-    expect(result.statuses).toEqual({ 200: 60, 429: REQUESTS - 60 });
+    expect(outcome(result)).toEqual({
+      statuses: { 200: 60, 429: REQUESTS - 60 },
+      degraded: 0,
+    });
 
     // Refused requests consumed nothing from the hourly policy, in any process.
     const observer = createLimiter({
-      redis: connect(),
+      redis: admin(),
       prefix: `${prefix}:multi`,
       policies: MULTI_POLICIES,
-      timeout: 10_000,
     });
     // The key the gateways' identifier derives from the tenant header.
     const identity = await byHeader('x-tenant-id')({ headers: { 'x-tenant-id': tenant } });
@@ -75,3 +96,30 @@ describe.each(ADAPTERS)('four %s gateway processes sharing one Redis', (adapter)
     expect(result.admitted + (result.statuses[429] ?? 0)).toBe(REQUESTS);
   });
 });
+
+describe.each(ADAPTERS)(
+  'four new %s gateway processes on a new Redis, beside a CPU hog',
+  (adapter) => {
+    it('admit exactly 100 of the first 2000 concurrent requests, none degraded', () =>
+      besideCpuHog(async () => {
+        const server = await startRedis();
+        const prefix = uniquePrefix(`cold-${adapter}`);
+        const fleet = await startGateways(
+          Array.from({ length: GATEWAYS }, () => ({ adapter, redisUrl: server.url, prefix })),
+        ).catch(async (error: unknown) => {
+          await server.stop();
+          throw error;
+        });
+        try {
+          const result = await race(fleet.gateways, '/token-bucket', freshTenant('cold'), REQUESTS);
+          expect(outcome(result)).toEqual({
+            statuses: { 200: LIMIT, 429: REQUESTS - LIMIT },
+            degraded: 0,
+          });
+        } finally {
+          await fleet.stop();
+          await server.stop();
+        }
+      }));
+  },
+);

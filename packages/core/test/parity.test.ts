@@ -165,11 +165,7 @@ async function agree(
   };
   const memory = new MemoryStore();
   const inMemory = createLimiter({ ...options, store: memory });
-  const remote = new RedisStore({
-    client: clients.get(over) as IoredisLikeClient,
-    timeout: 10_000,
-    connectTimeout: 10_000,
-  });
+  const remote = new RedisStore({ client: clients.get(over) as IoredisLikeClient });
   const inRedis = createLimiter({ ...options, store: remote });
   const maxLimit = Math.max(...policies.map((p) => p.limit));
   try {

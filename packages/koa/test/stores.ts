@@ -19,12 +19,9 @@ export function closeLater<T extends Served | RateLimitMiddleware>(item: T): T {
   return item;
 }
 
-/**
- * Store options for a fresh budget on the named store. Redis gets a prefix of its own and a
- * generous deadline, so a loaded machine cannot turn a semantic test into a failure-mode one.
- */
+/** Store options for a fresh budget on the named store: Redis with a prefix of its own. */
 export function storeOptions(store: StoreName): Partial<RateLimitOptions> {
   if (store === 'memory') return {};
   redis ??= connect();
-  return { redis, prefix: uniquePrefix('koa'), timeout: 10_000, connectTimeout: 10_000 };
+  return { redis, prefix: uniquePrefix('koa') };
 }
