@@ -23,9 +23,10 @@ describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {
     server.pause();
     const { value, ms } = await timed(limiter.consume('user'));
     expect(value).toMatchObject({ allowed: true, degraded: 'allow' });
-    // Not before the deadline (busy is not down), and not long after it.
+    // Not before the deadline (busy is not down), and never hanging: typically 55 to 60 ms, the
+    // deadline and one 10 ms tick of its timer; the bound is ten times that.
     expect(ms).toBeGreaterThanOrEqual(45);
-    expect(ms).toBeLessThan(300);
+    expect(ms).toBeLessThan(600);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toBeInstanceOf(SentinelError);
     expect(errors[0]?.code).toBe('STORE_TIMEOUT');
@@ -41,22 +42,19 @@ describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {
 
     server.pause();
     for (let i = 0; i < 3; i++) {
-      const { value, ms } = await timed(limiter.consume('user'));
-      expect(value.degraded).toBe('allow');
-      expect(ms).toBeLessThan(300);
+      expect((await limiter.consume('user')).degraded).toBe('allow');
     }
     const openedAt = Date.now();
     expect(sent).toHaveBeenCalledTimes(3);
     expect(errors.map((error) => error.code)).toEqual(Array(3).fill('STORE_TIMEOUT'));
 
-    const durations: number[] = [];
+    // While open, no call reaches Redis, so none waits for it.
     for (let i = 0; i < 50; i++) {
-      const { value, ms } = await timed(limiter.consume('user'));
-      expect(value).toMatchObject({ allowed: true, degraded: 'allow' });
-      durations.push(ms);
+      const decision = await limiter.consume('user');
+      expect(decision).toMatchObject({ allowed: true, degraded: 'allow' });
+      // Answered without the store: no store error to carry.
+      expect(decision.error).toBeUndefined();
     }
-    durations.sort((a, b) => a - b);
-    expect(durations[Math.ceil(0.99 * durations.length) - 1]).toBeLessThan(20);
     expect(sent).toHaveBeenCalledTimes(3);
 
     server.resume();
@@ -84,16 +82,23 @@ describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {
     expect(sent).toHaveBeenCalledTimes(1);
     await sleep(cooldownMs + 20);
 
-    const started = performance.now();
-    const burst = Array.from({ length: 10 }, () => timed(limiter.consume('user')));
+    const settled: number[] = [];
+    const burst = Array.from({ length: 10 }, (_, i) =>
+      limiter.consume('user').then((decision) => {
+        settled.push(i);
+        return decision;
+      }),
+    );
     const results = await Promise.all(burst);
-    expect(results.every(({ value }) => value.degraded === 'allow')).toBe(true);
+    expect(results.every((decision) => decision.degraded === 'allow')).toBe(true);
     expect(sent).toHaveBeenCalledTimes(2);
-    // Only the probe waited for the deadline; the others were answered without Redis.
-    expect(results.filter(({ ms }) => ms < 20)).toHaveLength(9);
-    expect(performance.now() - started).toBeLessThan(300);
+    // Only the probe, the first call, went to Redis and waited for the deadline; the others were
+    // answered without it, before it.
+    expect(results[0]?.error?.code).toBe('STORE_TIMEOUT');
+    expect(results.slice(1).every((decision) => decision.error === undefined)).toBe(true);
+    expect(settled.at(-1)).toBe(0);
     // The failed probe reopened the breaker.
-    expect((await timed(limiter.consume('user'))).ms).toBeLessThan(20);
+    expect((await limiter.consume('user')).error).toBeUndefined();
     expect(sent).toHaveBeenCalledTimes(2);
   });
 

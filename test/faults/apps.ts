@@ -13,9 +13,6 @@ import { get, identities, now, type Sample, startLoad } from './load.ts';
 
 export const DRIVERS: readonly AdapterDriver[] = [express, koa, fastify];
 
-/** The default deadline of a Redis call, which these scenarios put to the test. */
-export const DEADLINE_MS = 50;
-
 const servers: RedisProcess[] = [];
 const apps: RunningApp[] = [];
 
@@ -57,8 +54,8 @@ const DEFAULT_POLICY = { limit: 5, window: '1h' } as const;
 
 /**
  * The driver's app on `server`, through the client the limiter builds from `redisUrl` (the
- * recommended settings), with the default 50 ms deadline, limiting each x-user to 5 an hour
- * unless told otherwise. It is proven healthy (connected, scripts loaded) before it is returned.
+ * recommended settings), with default options (the 50 ms deadline), limiting each x-user to 5
+ * an hour unless told otherwise. It is proven healthy (connected, scripts loaded) before it is returned.
  */
 export async function faultApp(
   driver: AdapterDriver,
@@ -73,7 +70,6 @@ export async function faultApp(
   const running = await driver.start({
     options: {
       redisUrl: server.url,
-      timeout: DEADLINE_MS,
       prefix,
       ...(options.tiers === undefined && options.policies === undefined && DEFAULT_POLICY),
       ...options,

@@ -32,7 +32,7 @@ it('closes the client it built from redisUrl when the app closes while Redis is 
   expect((await app.get('user')).degraded).toBe('allow');
   await app.close();
   await server.restart();
-  // A client still reconnecting would be back within its 500 ms backoff.
+  // A client still reconnecting would be back within its 200 ms backoff.
   await sleep(1_200);
   const admin = new Redis(server.url);
   try {
