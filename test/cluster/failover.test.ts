@@ -1,4 +1,4 @@
-// Redis Cluster failover under load through an Express app: no 5xx, and limits enforced again within seconds.
+// Redis Cluster failover and a hung master under load through an Express app: no 5xx, other masters unaffected.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, type ClusterOptions } from 'ioredis';
 import { Cluster as Cluster5 } from 'ioredis5';
@@ -13,6 +13,8 @@ import type { RouteBody, RunningApp } from '../adapters/driver.ts';
 import { driver } from '../adapters/express.ts';
 import { CLIENTS, type ClientName, uniquePrefix } from '../harness/clients.ts';
 import { keySlot, type RedisCluster, startCluster } from '../harness/redis-cluster.ts';
+import type { RedisProcess } from '../harness/redis-server.ts';
+import { waitFor } from '../harness/wait-for.ts';
 
 /**
  * The Cluster options the README recommends: a command whose connection closed, or that met
@@ -25,6 +27,8 @@ const LIMIT = 5;
 const LOAD = { limit: 1_000_000, window: '1h', algorithm: 'sliding-window-log' } as const;
 /** How soon after the new master takes over limits must hold again. */
 const RECOVERY_MS = 5_000;
+/** How long a master hangs: well under the cluster's 1 s node timeout, so no replica takes over. */
+const HANG_MS = 400;
 
 let cluster: RedisCluster;
 const clients: Cluster[] = [];
@@ -72,6 +76,15 @@ async function identityWithReplica() {
     if (replica) return { identity, slot, shard, replica };
   }
   throw new Error('no master has a live replica left');
+}
+
+/** A fresh identity (for `byHeader('x-tenant')`) whose slot a master other than `master` serves. */
+async function bystanderOf(identity: string, master: RedisProcess): Promise<string> {
+  for (let i = 0; ; i++) {
+    const candidate = `${identity}-bystander-${i}`;
+    const owner = await cluster.shardOf(keySlot(`x-tenant:${candidate}`));
+    if (owner.master !== master) return candidate;
+  }
 }
 
 interface Outcome {
@@ -149,9 +162,19 @@ async function startApp(redis: Cluster, options: Partial<HttpLimiterOptions> = {
     routes: [{ path: '/load', rateLimit: LOAD }],
   });
   apps.push(app);
-  /** What the load route consumed for an identity, read from the cluster after the fact. */
+  /**
+   * What the load route consumed for an identity, read from the cluster after the fact with the
+   * default options. A degraded peek would read as nothing consumed, so any store error throws.
+   */
   async function consumed(identity: string): Promise<number> {
-    const reader = createLimiter({ redis, prefix, ...LOAD, timeout: 10_000 });
+    const reader = createLimiter({
+      redis,
+      prefix,
+      ...LOAD,
+      onError: (error) => {
+        throw error;
+      },
+    });
     const { remaining } = await reader.peek(`x-tenant:${identity}`);
     await reader.close();
     return LOAD.limit - remaining;
@@ -233,20 +256,16 @@ describe.each(CLIENTS)('a gateway on the cluster through %s Cluster', (name) => 
   });
 });
 
-it('keeps identities on the other masters enforced while one master is killed, without the breaker and with partial coverage', async ({
+it('keeps identities on the other masters enforced while one master is killed, with the default breaker and partial coverage', async ({
   annotate,
 }) => {
-  // One limiter-wide breaker would open on the failing master's errors and wave every identity
-  // through; without full coverage the other masters keep serving while a slot has no master.
+  // The breakers are per master: the killed master's errors open only the breaker of the
+  // identities it serves. Without full coverage the other masters keep serving while a slot has
+  // no master.
   await cluster.configSet('cluster-require-full-coverage', 'no');
   const { identity, slot, shard, replica } = await identityWithReplica();
-  let bystander = '';
-  for (let i = 0; !bystander; i++) {
-    const candidate = `${identity}-bystander-${i}`;
-    const owner = await cluster.shardOf(keySlot(`x-tenant:${candidate}`));
-    if (owner.master !== shard.master) bystander = candidate;
-  }
-  const { app } = await startApp(connectCluster('ioredis 6'), { breaker: false });
+  const bystander = await bystanderOf(identity, shard.master);
+  const { app, failures } = await startApp(connectCluster('ioredis 6'));
   const load = steadyLoad(app, [identity, identity, identity, bystander]);
   await sleep(300);
 
@@ -262,6 +281,7 @@ it('keeps identities on the other masters enforced while one master is killed, w
   const bystanders = outcomes.filter((o) => o.identity === bystander);
   expect(bystanders.length).toBeGreaterThan(10);
   expect(bystanders.filter((o) => o.degraded)).toEqual([]);
+  expect(failures.filter((f) => f.identity === bystander)).toEqual([]);
   expect(enforced - promoted).toBeLessThan(RECOVERY_MS);
   await annotate(
     `replica took over ${Math.round(promoted - killed)} ms after the kill, limits enforced ` +
@@ -271,5 +291,63 @@ it('keeps identities on the other masters enforced while one master is killed, w
         killed,
       )}; ` +
       `other master: ${summary(bystanders, killed)}`,
+  );
+});
+
+it('detects a hung master while the others answer, failing open only the identities it serves until it resumes', async ({
+  annotate,
+}) => {
+  // SIGSTOP keeps the master's connections open and answers nothing: only its own silence can
+  // show it, while replies from the bystander's master keep arriving all along.
+  const identity = uniquePrefix('hung');
+  const slot = keySlot(`x-tenant:${identity}`);
+  const { master } = await cluster.shardOf(slot);
+  const bystander = await bystanderOf(identity, master);
+  const { app, failures, consumed } = await startApp(connectCluster('ioredis 6'));
+  const load = steadyLoad(app, [identity, identity, identity, bystander]);
+  await sleep(300);
+
+  cluster.pause(master);
+  const pausedAt = performance.now();
+  await sleep(HANG_MS);
+  cluster.resume(master);
+  const resumedAt = performance.now();
+  // Its breaker lets a call through after the 1 s cool-down, and counting resumes.
+  await waitFor(
+    () => load.outcomes.some((o) => o.identity === identity && o.at > resumedAt && !o.degraded),
+    10_000,
+  );
+  const probes: Outcome[] = [];
+  await enforcedAgain(app, slot, probes);
+  const outcomes = [...(await load.stop()), ...probes];
+
+  expect(outcomes.filter((o) => o.status >= 500)).toEqual([]);
+  // The bystander was counted throughout, while the hung master's breaker was open too.
+  const bystanders = outcomes.filter((o) => o.identity === bystander);
+  const servedWhileHung = bystanders.filter((o) => o.at > pausedAt && o.at + o.ms < resumedAt);
+  expect(servedWhileHung.length).toBeGreaterThan(0);
+  expect(bystanders.filter((o) => o.degraded)).toEqual([]);
+  expect(failures.filter((f) => f.identity === bystander)).toEqual([]);
+  // The hung master's identity failed open: nothing it was told while the master was silent
+  // was counted, the calls that waited for it were reported as timed out, and its breaker then
+  // answered the rest without waiting.
+  const streamed = outcomes.filter((o) => o.identity === identity);
+  const whileHung = streamed.filter((o) => o.at > pausedAt && o.at + o.ms < resumedAt);
+  expect(whileHung.filter((o) => !o.degraded)).toEqual([]);
+  const timedOut = failures.filter((f) => f.identity === identity);
+  expect(timedOut.length).toBeGreaterThan(0);
+  expect(new Set(failures.map((f) => f.code))).toEqual(new Set(['STORE_TIMEOUT']));
+  expect(streamed.filter((o) => o.degraded).length).toBeGreaterThan(timedOut.length);
+  // The calls that timed out reached the master only after their expiry, when it resumed, and
+  // did nothing; a call it ran just as it froze may have counted without its reply being read.
+  const counted = streamed.filter((o) => !o.degraded).length;
+  const charged = await consumed(identity);
+  expect(charged).toBeGreaterThanOrEqual(counted);
+  expect(charged).toBeLessThanOrEqual(counted + timedOut.length);
+  await annotate(
+    `hung for ${Math.round(resumedAt - pausedAt)} ms; ` +
+      `hung master: ${summary(streamed, pausedAt)}, ${timedOut.length} timed out, ` +
+      `${charged - counted} of them charged; other master: ${summary(bystanders, pausedAt)}, ` +
+      `${servedWhileHung.length} answered while it hung`,
   );
 });
