@@ -1,9 +1,10 @@
 // One vitest run for the whole monorepo: package suites beside their code, cross-package suites in test/.
 import { defineConfig } from 'vitest/config';
 
-// Suites that assert deadlines or race exact counts under the default 50 ms deadline. They run
-// one file at a time after the rest, so that other suites' CPU load on a small machine cannot
-// starve Redis and trip a deadline that a real deployment would not.
+// Suites that race for exact counts, stop Redis or add a CPU hog of their own, all under the
+// default 50 ms deadline. They run one file at a time after the rest: each sets up the load it
+// means to prove the limiter against, and two of them at once on a 2-core machine would starve
+// Redis itself, which no deadline can tell from a hung one.
 const ALONE = [
   'packages/core/test/race.test.ts',
   'packages/core/test/cluster.test.ts',
