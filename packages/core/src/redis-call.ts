@@ -22,6 +22,8 @@ export class RedisCall implements ScriptCall {
   /** performance.now() before which the store may not give up on the latest send. */
   mayGiveUpAt = Number.NaN;
   settled = false;
+  /** The last deadline check found it overdue: the next one fails it if it still is. */
+  suspect = false;
   readonly #expires: boolean;
   readonly #timeout: number;
   readonly #resolve: (value: StoreReply) => void;

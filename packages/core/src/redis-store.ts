@@ -63,6 +63,7 @@ export class RedisStore implements Store {
   /** The first connection's wait has passed: until it comes up, calls fail at once. */
   #connectWaitOver = false;
   #timer: NodeJS.Timeout | undefined;
+  #checkQueued = false;
   readonly #onReady = (): void => {
     this.#everReady = true;
     this.#client.connectServers();
@@ -187,24 +188,45 @@ export class RedisStore implements Store {
   }
 
   // Deadlines are checked after the event loop has read pending replies, so a process that was
-  // busy itself does not blame Redis for replies it had not yet read.
+  // busy itself does not blame Redis for replies it had not yet read. One check at a time is
+  // queued, so that two checks always have a turn of the loop between them.
   readonly #tick = (): void => {
+    if (this.#checkQueued) return;
+    this.#checkQueued = true;
     setImmediate(this.#expire);
   };
 
+  /**
+   * Drops settled calls and fails overdue ones. A call found overdue fails only when the next
+   * check, a turn of the event loop later, finds it overdue still: a check can follow long
+   * synchronous work queued before it in the same phase, with replies waiting unread, and an
+   * immediate queued now runs only after the loop has read them.
+   */
   readonly #expire = (): void => {
+    this.#checkQueued = false;
     const now = performance.now();
     const listening = listeningTime();
     const pending = this.#pending;
     let kept = 0;
+    let suspects = false;
     for (const call of pending) {
       if (call.settled) continue;
-      const overdue = this.#overdue(call, now, listening);
-      if (overdue) call.fail(overdue);
-      else pending[kept++] = call;
+      const failure = this.#overdue(call, now, listening);
+      if (failure && call.suspect) {
+        if (call.node === undefined) this.#connectWaitOver = true;
+        // Once one call has shown its server silent, the others on it need not prove it again:
+        // a process kept busy by the calls the breaker now answers would take long to.
+        else call.node.down = true;
+        call.fail(failure);
+        continue;
+      }
+      call.suspect = failure !== undefined;
+      suspects ||= call.suspect;
+      pending[kept++] = call;
     }
     pending.length = kept;
-    if (kept === 0) this.#stopTimer();
+    if (suspects) this.#tick();
+    else if (kept === 0) this.#stopTimer();
   };
 
   /**
@@ -218,7 +240,6 @@ export class RedisStore implements Store {
     const { node } = call;
     if (node === undefined || Number.isNaN(call.sentAt)) {
       if (now - call.calledAt < this.#connectTimeout) return undefined;
-      this.#connectWaitOver = true;
       return new SentinelError(
         'STORE_UNAVAILABLE',
         `Redis did not connect within connectTimeout (${this.#connectTimeout} ms)`,
@@ -231,9 +252,6 @@ export class RedisStore implements Store {
       listening - Math.max(call.sentListening, node.heardListening) >= this.#timeout ||
       now - Math.max(call.sentAt, node.heardAt) >= this.#backstop
     ) {
-      // Once one call has shown the server silent, the others on it need not prove it again:
-      // a process kept busy by the calls the breaker now answers would take long to.
-      node.down = true;
       return new SentinelError(
         'STORE_TIMEOUT',
         `Redis sent nothing for ${this.#timeout} ms while this process waited for it`,

@@ -67,7 +67,8 @@ export async function evaluateScript(
       continue;
     }
     source = false;
-    node.heard(reply.pop(), call.sentAt);
+    // A reply read long after its caller gave up says little of the clock: liveness only.
+    node.heard(reply.pop(), call.wanted ? call.sentAt : undefined);
     if (reply[0] !== EXPIRED) return reply;
     if (!call.mayResend()) {
       throw new SentinelError(
