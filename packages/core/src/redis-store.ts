@@ -63,6 +63,7 @@ export class RedisStore implements Store {
   /** The first connection's wait has passed: until it comes up, calls fail at once. */
   #connectWaitOver = false;
   #timer: NodeJS.Timeout | undefined;
+  /** A deadline check waits in the event loop's check phase. */
   #checkQueued = false;
   readonly #onReady = (): void => {
     this.#everReady = true;
@@ -145,8 +146,8 @@ export class RedisStore implements Store {
         this.#held.push(() => this.#send(call, keys, command));
         client.connectIfLazy();
       } else {
-        // A lost connection, or a first one that is overdue: failing now beats queueing a
-        // command that may be replayed later and consume quota nobody is waiting for.
+        // A lost connection, or a first one that is overdue: failing now beats queueing a call
+        // behind a connection that may be long in coming.
         const state = client.isClosed()
           ? 'closed'
           : this.#everReady
