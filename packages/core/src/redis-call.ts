@@ -21,6 +21,8 @@ export class RedisCall implements ScriptCall {
   sentListening = 0;
   /** performance.now() before which the store may not give up on the latest send. */
   mayGiveUpAt = Number.NaN;
+  /** The silence, in listening ms, after which the latest send gives up. */
+  deadline = Number.NaN;
   settled = false;
   /** The last deadline check found it overdue: the next one fails it if it still is. */
   suspect = false;
@@ -46,18 +48,19 @@ export class RedisCall implements ScriptCall {
   }
 
   sending(): string {
+    const node = this.node as RedisNode;
     this.sentAt = performance.now();
     if (Number.isNaN(this.firstSentAt)) this.firstSentAt = this.sentAt;
     this.sentListening = listeningTime();
+    this.deadline = node.deadline(this.#timeout);
     this.mayGiveUpAt = this.sentAt;
     if (!this.#expires) return '';
-    // Redis does nothing with the call once its clock reads past `timeout` after the send,
+    // Redis does nothing with the call once its clock reads past the deadline after the send,
     // taking the latest reading its clock may have. The store waits as much longer as that
-    // reading is uncertain, so Redis has `timeout` to run the call, and cannot run it after the
-    // store has given up.
-    const { clock } = this.node as RedisNode;
-    this.mayGiveUpAt = this.sentAt + this.#timeout + clock.uncertainty;
-    return String(Math.floor(clock.latest(this.sentAt + this.#timeout)));
+    // reading is uncertain, so Redis has the whole deadline to run the call, and cannot run it
+    // after the store has given up.
+    this.mayGiveUpAt = this.sentAt + this.deadline + node.clock.uncertainty;
+    return String(Math.floor(node.clock.latest(this.sentAt + this.deadline)));
   }
 
   // Counted from the first send: waiting for the first connection spends none of it.

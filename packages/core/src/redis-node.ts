@@ -21,22 +21,44 @@ export class RedisNode {
   down = false;
   /** Script loads in flight, by SHA1: the calls that met NOSCRIPT wait for one load each. */
   readonly #loads = new Map<string, Promise<unknown>>();
+  /** The longest wait for a reply, in listening ms, as of `#longestWaitAt`; it halves every 10 s. */
+  #longestWait = 0;
+  #longestWaitAt = 0;
 
   constructor(name: string) {
     this.name = name;
   }
 
   /**
-   * Any reply, an error reply included, is a sign of life. A script's reply also carries the
-   * server's clock, for a command sent at `sentAt` (a `performance.now()`).
+   * Any reply, an error reply included, is a sign of life. A script's reply to a call that is
+   * still wanted also carries the server's clock, and tells how long the process waited for it.
    */
-  heard(serverMs?: number, sentAt?: number): void {
-    this.heardAt = performance.now();
-    this.heardListening = listeningTime();
-    this.down = false;
-    if (serverMs !== undefined && sentAt !== undefined) {
-      this.clock.observe(serverMs, sentAt, this.heardAt);
+  heard(serverMs?: number, call?: { readonly sentAt: number; readonly sentListening: number }) {
+    const now = performance.now();
+    const listening = listeningTime();
+    if (serverMs !== undefined && call !== undefined) {
+      this.clock.observe(serverMs, call.sentAt, now);
+      const waited = listening - Math.max(call.sentListening, this.heardListening);
+      this.#longestWait = Math.max(waited, this.#recentLongestWait(now));
+      this.#longestWaitAt = now;
     }
+    this.heardAt = now;
+    this.heardListening = listening;
+    this.down = false;
+  }
+
+  /**
+   * The silence, in listening ms, after which a call sent now gives up: `timeout`, or up to
+   * twice that while this server has lately made the process wait long for replies, as a
+   * machine short of CPU makes it. TCP stretches its retransmission timer the same way.
+   */
+  deadline(timeout: number): number {
+    const longest = this.#recentLongestWait(performance.now());
+    return Math.min(2 * timeout, Math.max(timeout, 2 * longest));
+  }
+
+  #recentLongestWait(now: number): number {
+    return this.#longestWait * 0.5 ** ((now - this.#longestWaitAt) / 10_000);
   }
 
   /** The load of `sha1` in flight, if any. */

@@ -20,9 +20,11 @@ export interface RedisStoreOptions {
   /**
    * Milliseconds a call may wait while its Redis server sends nothing and this process is free
    * to hear it. Time spent running JavaScript does not count, so a burst that keeps the process
-   * busy is not taken for a silent Redis; a backstop of 10 × `timeout` in wall time still gives
-   * up on a hung Redis when the process never idles. Redis does nothing with a call that reaches
-   * it more than `timeout` after it was sent, so a call given up on never consumes quota late.
+   * busy is not taken for a silent Redis. While the server has lately kept the process waiting
+   * long for replies, as on a machine short of CPU, the deadline stretches up to twice this. A
+   * backstop of 10 × `timeout` in wall time still gives up on a hung Redis when the process
+   * never idles. Redis does nothing with a call that reaches it after its deadline, so a call
+   * given up on never consumes quota late.
    * @default 50
    */
   timeout?: number;
@@ -233,7 +235,7 @@ export class RedisStore implements Store {
   /**
    * Why a call must give up now, if it must. Silence is measured from the later of the call's
    * send and its server's last reply, in listening time, so only a server that let this process
-   * wait `timeout` ms for nothing is silent: a busy event loop is not. The wall-clock backstop
+   * wait its deadline for nothing is silent: a busy event loop is not. The wall-clock backstop
    * catches a silent server while the process never idles. Either way the call has waited past
    * the expiry it carries, so Redis cannot run it once it has been given up.
    */
@@ -250,12 +252,12 @@ export class RedisStore implements Store {
     if (
       node.down ||
       !this.#client.isReady() ||
-      listening - Math.max(call.sentListening, node.heardListening) >= this.#timeout ||
+      listening - Math.max(call.sentListening, node.heardListening) >= call.deadline ||
       now - Math.max(call.sentAt, node.heardAt) >= this.#backstop
     ) {
       return new SentinelError(
         'STORE_TIMEOUT',
-        `Redis sent nothing for ${this.#timeout} ms while this process waited for it`,
+        `Redis sent nothing for ${Math.round(call.deadline)} ms while this process waited for it`,
       );
     }
     return undefined;

@@ -15,6 +15,8 @@ export interface ScriptCall {
   sending(): string;
   /** performance.now() of the latest send. */
   readonly sentAt: number;
+  /** listeningTime() then. */
+  readonly sentListening: number;
   /** Whether a call that Redis ran after its expiry may be sent again. */
   mayResend(): boolean;
 }
@@ -67,8 +69,9 @@ export async function evaluateScript(
       continue;
     }
     source = false;
-    // A reply read long after its caller gave up says little of the clock: liveness only.
-    node.heard(reply.pop(), call.wanted ? call.sentAt : undefined);
+    // A reply read long after its caller gave up says little of the clock or of Redis's pace:
+    // liveness only.
+    node.heard(reply.pop(), call.wanted ? call : undefined);
     if (reply[0] !== EXPIRED) return reply;
     if (!call.mayResend()) {
       throw new SentinelError(
