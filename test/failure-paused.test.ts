@@ -208,3 +208,25 @@ describe('a silence shorter than the timeout', () => {
     expect(decision).toMatchObject({ allowed: true, remaining: 9 });
   });
 });
+
+describe('a server that has lately been slow to answer', () => {
+  it('waits up to twice its longest recent wait before calling it silent', async () => {
+    const server = await ownServer();
+    const client = await readyClient(server, {});
+    // A 200 ms deadline leaves room for a 150 ms wait that is answered, not given up on.
+    const { warmUp, limiter, errors } = limiterOn(client, { timeout: 200, breaker: false });
+    await warmUp();
+
+    server.pause();
+    setTimeout(() => server.resume(), 150);
+    expect((await limiter.consume('user')).degraded).toBeUndefined();
+
+    server.pause();
+    const { value, ms } = await timed(limiter.consume('user'));
+    expect(value.degraded).toBe('allow');
+    expect(errors.map((error) => error.code)).toEqual(['STORE_TIMEOUT']);
+    // The deadline has stretched to about 300 ms; unstretched, the call fails at 200 to 215.
+    expect(ms).toBeGreaterThanOrEqual(280);
+    expect(ms).toBeLessThan(3000);
+  });
+});
