@@ -13,7 +13,10 @@ export function checkPositiveInteger(value: unknown, option: string): asserts va
 }
 
 /** A function, or a TypeError naming `option`. */
-export function checkFunction(value: unknown, option: string): asserts value is Function {
+export function checkFunction(
+  value: unknown,
+  option: string,
+): asserts value is (...args: never) => unknown {
   if (typeof value !== 'function') fail(option, `must be a function, got ${describe(value)}`);
 }
 
