@@ -1,4 +1,5 @@
 // Option checks shared by every factory: one message style, each naming the option as written.
+import { peerOptionAdvice } from './peer-option-names.ts';
 
 /** Throws the TypeError every misconfiguration gets, naming `option` as the user wrote it. */
 export function fail(option: string, problem: string): never {
@@ -32,6 +33,95 @@ export function checkOneOf<T extends string>(
       `must be one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${describe(value)}`,
     );
   }
+}
+
+/**
+ * Throws a TypeError naming every key of `options` that is not in `known`, labelled `where`
+ * (such as '@sentinel/express'). A name another rate limiter uses gets what Sentinel calls it;
+ * a near miss of a known name gets that name. Keys whose value is undefined count too: a typo
+ * is a typo whatever its value.
+ * @example rejectUnknownOptions({ onLimted }, ['onLimited'], '@sentinel/core')
+ *   // TypeError: @sentinel/core: `onLimted` is not an option: did you mean `onLimited`?
+ */
+export function rejectUnknownOptions(
+  options: object,
+  known: ReadonlySet<string> | readonly string[],
+  where: string,
+): void {
+  const problems = unknownOptions(options, known, '');
+  if (problems.length > 0) throw new TypeError(`${where}: ${problems.join('; ')}`);
+}
+
+/** The same check for an option that is itself an object, such as `breaker`: keys are named `option.key`. */
+export function rejectUnknownFields(
+  value: object,
+  known: ReadonlySet<string> | readonly string[],
+  option: string,
+): void {
+  const problems = unknownOptions(value, known, `${option}.`);
+  if (problems.length > 0) throw new TypeError(`@sentinel/core: ${problems.join('; ')}`);
+}
+
+function unknownOptions(
+  options: object,
+  known: ReadonlySet<string> | readonly string[],
+  parent: string,
+): string[] {
+  const names = known instanceof Set ? known : new Set(known as readonly string[]);
+  const problems: string[] = [];
+  for (const name of Object.keys(options)) {
+    if (names.has(name)) continue;
+    const advice = peerOptionAdvice(name);
+    if (advice !== undefined) {
+      problems.push(`\`${parent}${name}\` ${advice}`);
+      continue;
+    }
+    const near = closest(name, names);
+    const hint = near === undefined ? '' : `: did you mean \`${parent}${near}\`?`;
+    problems.push(`\`${parent}${name}\` is not an option${hint}`);
+  }
+  return problems;
+}
+
+/** The known name nearest to `name`, ignoring case, when it is only a slip away. */
+function closest(name: string, known: ReadonlySet<string>): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.min(2, Math.floor(name.length / 3));
+  for (const candidate of known) {
+    const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    if (distance <= bestDistance && (best === undefined || distance < bestDistance)) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance, with a swap of two neighbours counted as one edit. */
+function editDistance(a: string, b: string): number {
+  const rows: number[][] = [];
+  for (let i = 0; i <= a.length; i++) {
+    rows.push([i]);
+    for (let j = 1; j <= b.length; j++) {
+      if (i === 0) {
+        (rows[0] as number[]).push(j);
+        continue;
+      }
+      const row = rows[i] as number[];
+      const above = rows[i - 1] as number[];
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(
+        (above[j] as number) + 1,
+        (row[j - 1] as number) + 1,
+        (above[j - 1] as number) + cost,
+      );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d = Math.min(d, ((rows[i - 2] as number[])[j - 2] as number) + 1);
+      }
+      row.push(d);
+    }
+  }
+  return (rows[a.length] as number[])[b.length] as number;
 }
 
 /** A value as an error message shows it: strings quoted, objects by kind, long ones cut short. */
