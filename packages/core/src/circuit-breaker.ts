@@ -1,4 +1,5 @@
 // Skips a failing store for a cool-down after repeated failures, then lets one probe through.
+import { checkPositiveInteger, describe, fail, rejectUnknownFields } from './validation.ts';
 
 export interface CircuitBreakerOptions {
   /**
@@ -13,6 +14,12 @@ export interface CircuitBreakerOptions {
   cooldownMs?: number;
 }
 
+const BREAKER_OPTIONS = { failures: true, cooldownMs: true } as const satisfies Record<
+  keyof CircuitBreakerOptions,
+  true
+>;
+const BREAKER_OPTION_NAMES = Object.keys(BREAKER_OPTIONS);
+
 export class CircuitBreaker {
   readonly #threshold: number;
   readonly #cooldownMs: number;
@@ -22,17 +29,8 @@ export class CircuitBreaker {
   #probeAt = 0;
   #probing = false;
 
+  /** Options as the limiter's `breaker`, checked by {@link CircuitBreakers}. */
   constructor({ failures = 3, cooldownMs = 1000 }: CircuitBreakerOptions = {}) {
-    if (!Number.isSafeInteger(failures) || failures < 1) {
-      throw new TypeError(
-        `@sentinel/core: \`breaker.failures\` must be a positive integer, got ${failures}`,
-      );
-    }
-    if (!Number.isSafeInteger(cooldownMs) || cooldownMs < 1) {
-      throw new TypeError(
-        `@sentinel/core: \`breaker.cooldownMs\` must be a positive integer, got ${cooldownMs}`,
-      );
-    }
     this.#threshold = failures;
     this.#cooldownMs = cooldownMs;
   }
@@ -72,6 +70,13 @@ export class CircuitBreakers {
   readonly #byServer = new Map<string, CircuitBreaker>();
 
   constructor(options: CircuitBreakerOptions = {}) {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      fail('breaker', `must be { failures, cooldownMs } or false, got ${describe(options)}`);
+    }
+    rejectUnknownFields(options, BREAKER_OPTION_NAMES, 'breaker');
+    const { failures, cooldownMs } = options;
+    if (failures !== undefined) checkPositiveInteger(failures, 'breaker.failures');
+    if (cooldownMs !== undefined) checkPositiveInteger(cooldownMs, 'breaker.cooldownMs');
     this.#byServer.set('', new CircuitBreaker(options));
     this.#options = options;
   }

@@ -1,6 +1,7 @@
 // createRedisClient: an ioredis client with the settings a rate limiter wants.
 import { createRequire } from 'node:module';
 import type { IoredisLikeClient } from './redis-connection.ts';
+import { fail } from './validation.ts';
 
 /**
  * Settings for a limiter's connection. Nothing queues while disconnected and nothing is re-sent
@@ -25,9 +26,7 @@ interface IoredisModule {
 function seeds(url: string | readonly string[]): string[] {
   const list = (typeof url === 'string' ? url.split(',') : [...url]).map((u) => u.trim());
   if (list.length === 0 || list.some((u) => !/^rediss?:\/\/./.test(u))) {
-    throw new TypeError(
-      `@sentinel/core: \`redisUrl\` must be redis:// or rediss:// URLs, got ${JSON.stringify(url)}`,
-    );
+    fail('redisUrl', `must be redis:// or rediss:// URLs, got ${JSON.stringify(url)}`);
   }
   return list;
 }
@@ -48,9 +47,7 @@ export function createRedisClient(
   try {
     ioredis = createRequire(import.meta.url)('ioredis');
   } catch {
-    throw new TypeError(
-      '@sentinel/core: `redisUrl` needs the ioredis package: npm install ioredis',
-    );
+    fail('redisUrl', 'needs the ioredis package: npm install ioredis');
   }
   const settings = { ...LIMITER_CLIENT_OPTIONS, ...options };
   const client = build(ioredis, nodes, settings);

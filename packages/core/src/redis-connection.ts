@@ -1,5 +1,6 @@
 // One small interface over the Redis client libraries Sentinel supports, with one adapter each.
 import calculateSlot from 'cluster-key-slot';
+import { describe, fail } from './validation.ts';
 
 /** What the Redis store needs of a client, whichever library made it. */
 export interface RedisConnection {
@@ -196,7 +197,11 @@ export function toRedisConnection(client: unknown, option = 'client'): RedisConn
   if (typeof candidate?.evalSha === 'function' && typeof candidate.isOpen === 'boolean') {
     return fromNodeRedis(candidate as NodeRedisLikeClient);
   }
-  throw new TypeError(
-    `@sentinel/core: \`${option}\` must be an ioredis, iovalkey or node-redis client (Redis or Cluster)`,
+  if (typeof client === 'string') {
+    fail(option, `must be a client, got a string: pass a URL as \`redisUrl\``);
+  }
+  fail(
+    option,
+    `must be an ioredis, iovalkey or node-redis client (Redis or Cluster), got ${describe(client)}`,
   );
 }

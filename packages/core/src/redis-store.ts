@@ -11,6 +11,7 @@ import { RedisNode } from './redis-node.ts';
 import { evaluateScript } from './script-evaluator.ts';
 import { scripts } from './scripts.generated.ts';
 import type { Store, StoreReply, StoreRequest } from './types.ts';
+import { checkPositiveInteger, describe, fail, rejectUnknownOptions } from './validation.ts';
 
 /** A client the store can use: ioredis 5 or 6, iovalkey or node-redis 5+, `Redis` or `Cluster`. */
 export type RedisClient = SupportedRedisClient;
@@ -40,14 +41,12 @@ export interface RedisStoreOptions {
 /** Sends a call to its server; resolves with undefined once the call is no longer wanted. */
 type Command = (call: RedisCall, node: RedisNode) => Promise<StoreReply | undefined>;
 
-function positiveInteger(value: unknown, option: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new TypeError(
-      `@sentinel/core: \`${option}\` must be a positive integer of milliseconds, got ${String(value)}`,
-    );
-  }
-  return value;
-}
+const REDIS_STORE_OPTIONS = {
+  client: true,
+  timeout: true,
+  connectTimeout: true,
+} as const satisfies Record<keyof RedisStoreOptions, true>;
+const REDIS_STORE_OPTION_NAMES = Object.keys(REDIS_STORE_OPTIONS);
 
 export class RedisStore implements Store {
   readonly #client: RedisConnection;
@@ -75,11 +74,18 @@ export class RedisStore implements Store {
     for (const send of held) send();
   };
 
-  constructor({ client, timeout = 50, connectTimeout = 500 }: RedisStoreOptions) {
+  constructor(options: RedisStoreOptions) {
+    if (typeof options !== 'object' || options === null) {
+      fail('options', `must be { client, timeout?, connectTimeout? }, got ${describe(options)}`);
+    }
+    rejectUnknownOptions(options, REDIS_STORE_OPTION_NAMES, '@sentinel/core');
+    const { client, timeout = 50, connectTimeout = 500 } = options;
+    checkPositiveInteger(timeout, 'timeout');
+    checkPositiveInteger(connectTimeout, 'connectTimeout');
     this.#client = toRedisConnection(client);
-    this.#timeout = positiveInteger(timeout, 'timeout');
-    this.#backstop = this.#timeout * BACKSTOP_TIMEOUTS;
-    this.#connectTimeout = positiveInteger(connectTimeout, 'connectTimeout');
+    this.#timeout = timeout;
+    this.#backstop = timeout * BACKSTOP_TIMEOUTS;
+    this.#connectTimeout = connectTimeout;
     this.#everReady = this.#client.isReady();
     if (this.#everReady) this.#client.connectServers();
     this.#unsubscribe = this.#client.onReady(this.#onReady);
