@@ -12,6 +12,7 @@ import { type Plan, resolvePlan } from './policy.ts';
 import { createRedisClient } from './redis-client.ts';
 import { toRedisConnection } from './redis-connection.ts';
 import { type RedisClient, RedisStore } from './redis-store.ts';
+import { createReporter } from './reporter.ts';
 import type {
   Algorithm,
   ConsumeOptions,
@@ -23,6 +24,14 @@ import type {
   TierOptions,
   Window,
 } from './types.ts';
+import {
+  checkFunction,
+  checkOneOf,
+  checkPositiveInteger,
+  describe,
+  fail,
+  rejectUnknownOptions,
+} from './validation.ts';
 
 export interface LimiterOptions {
   /**
@@ -65,7 +74,10 @@ export interface LimiterOptions {
    * @default 'allow'
    */
   onStoreError?: StoreErrorMode;
-  /** Reports every store failure and unknown tier. */
+  /**
+   * Called with every store failure and unknown tier. What it throws becomes a process warning.
+   * @default the first failure as a process warning
+   */
   onError?: (error: SentinelError) => void;
   /**
    * Ms a Redis call waits while Redis sends nothing and this process is free to hear it, for a
@@ -87,11 +99,18 @@ export interface LimiterOptions {
 }
 
 export interface Limiter {
-  /** Consumes `cost` (default 1) from every policy of the key's tier, or from none. */
+  /**
+   * Consumes `cost` (default 1) from every policy of the key's tier, or from none. A key that is
+   * not a string, or a cost that is not a positive integer, rejects with a TypeError; an unknown
+   * tier is reported to `onError` and answered by `onStoreError`.
+   */
   consume(key: string, options?: ConsumeOptions): Promise<Decision>;
   /** The decision consume would make now, without consuming anything. */
   peek(key: string, options?: ConsumeOptions): Promise<Decision>;
-  /** Deletes the key's state: for the tier named, or for every tier. */
+  /**
+   * Deletes the key's state: for the tier named, or for every tier. A tier the limiter does not
+   * know holds no state: it is reported to `onError`, as consume reports it, and nothing is deleted.
+   */
   reset(key: string, options?: Pick<ConsumeOptions, 'tier'>): Promise<void>;
   /**
    * Stops timers and closes the stores the limiter created, and the client it built from
@@ -100,10 +119,95 @@ export interface Limiter {
   close(): Promise<void>;
 }
 
-const MODES: readonly StoreErrorMode[] = ['allow', 'deny', 'local'];
+/** Every key of LimiterOptions, checked against the interface so that the two cannot drift. */
+const LIMITER_OPTIONS = {
+  store: true,
+  redis: true,
+  redisUrl: true,
+  policies: true,
+  limit: true,
+  window: true,
+  algorithm: true,
+  tiers: true,
+  defaultTier: true,
+  prefix: true,
+  onStoreError: true,
+  onError: true,
+  timeout: true,
+  connectTimeout: true,
+  breaker: true,
+  clock: true,
+} as const satisfies Record<keyof LimiterOptions, true>;
 
-function fail(option: string, problem: string): never {
-  throw new TypeError(`@sentinel/core: \`${option}\` ${problem}`);
+/** The options createLimiter takes; any other name is refused at construction. */
+export const LIMITER_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(LIMITER_OPTIONS));
+
+const MODES = ['allow', 'deny', 'local'] as const satisfies readonly StoreErrorMode[];
+
+/** What the request path, the failure path and reset share, resolved once. */
+interface Parts {
+  readonly prefix: string;
+  readonly onStoreError: StoreErrorMode;
+  readonly clock: (() => number) | undefined;
+  readonly plans: ReadonlyMap<string, Plan>;
+  /** The plan of calls that name no tier. */
+  readonly fallback: Plan;
+  readonly report: (error: SentinelError) => void;
+  readonly breakers: CircuitBreakers | undefined;
+  readonly store: Store;
+  /** Decides in this process's memory while the store fails, for `onStoreError: 'local'`. */
+  readonly local: MemoryStore | undefined;
+}
+
+export function createLimiter(options: LimiterOptions): Limiter {
+  const resolved = resolveOptions(options);
+  // Last, once every option is known good: it may open a connection.
+  const { store, owned, client: ownClient } = resolveStore(options);
+  const { breakers } = resolved;
+  // A store that is connected again is probed at once rather than after the cool-down.
+  const unsubscribe = breakers && store.onReady?.(() => breakers.probeNow());
+  const local = resolved.onStoreError === 'local' ? new MemoryStore() : undefined;
+  const parts: Parts = { ...resolved, store, local };
+  return {
+    consume: (key, options) => decide(parts, key, options, true),
+    peek: (key, options) => decide(parts, key, options, false),
+    reset: (key, options) => resetKey(parts, key, options),
+    async close() {
+      unsubscribe?.();
+      local?.close();
+      if (owned) await store.close();
+      // A client built from redisUrl is the limiter's own; one passed as `redis` stays open.
+      if (ownClient) await toRedisConnection(ownClient).close();
+    },
+  };
+}
+
+// --- Options, resolved once -------------------------------------------------------------------
+
+/** Checks every option but the store's, which may connect and so comes last. */
+function resolveOptions(options: LimiterOptions): Omit<Parts, 'store' | 'local'> {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    fail('options', `must be an object, got ${describe(options)}`);
+  }
+  rejectUnknownOptions(options, LIMITER_OPTION_NAMES, '@sentinel/core');
+  const {
+    prefix = 'sentinel',
+    onStoreError = 'allow',
+    onError,
+    clock,
+    breaker: breakerOptions,
+  } = options;
+  if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
+    fail('prefix', 'must be a non-empty string without `{` or `}`, which would break the hash tag');
+  }
+  checkOneOf(onStoreError, MODES, 'onStoreError');
+  if (onError !== undefined) checkFunction(onError, 'onError');
+  if (clock !== undefined) checkFunction(clock, 'clock');
+  const { plans, fallback } = resolvePlans(options);
+  const breakers = breakerOptions === false ? undefined : new CircuitBreakers(breakerOptions);
+  // The limiter reports only SentinelErrors, so an onError typed for them receives nothing else.
+  const report = createReporter(onError as ((error: Error) => void) | undefined, '@sentinel/core');
+  return { prefix, onStoreError, clock, plans, fallback, report, breakers };
 }
 
 function resolvePlans(options: LimiterOptions): { plans: Map<string, Plan>; fallback: Plan } {
@@ -117,8 +221,10 @@ function resolvePlans(options: LimiterOptions): { plans: Map<string, Plan>; fall
   const plans = new Map<string, Plan>();
   if (!tiers) {
     if (defaultTier !== undefined) fail('defaultTier', 'needs `tiers`');
-    const single = policies ?? { limit: limit as number, window: window as Window, algorithm };
-    return { plans, fallback: resolvePlan(single, policies ? 'policies' : 'limit') };
+    if (policies !== undefined) return { plans, fallback: resolvePlan(policies, 'policies') };
+    // The shorthand's fields are top-level options: errors name them bare, as `window`.
+    const single = { limit: limit as number, window: window as Window, algorithm };
+    return { plans, fallback: resolvePlan(single, '') };
   }
   if (typeof tiers !== 'object') fail('tiers', 'must be an object of tier name to policies');
   for (const [tier, tierPolicies] of Object.entries(tiers)) {
@@ -127,7 +233,7 @@ function resolvePlans(options: LimiterOptions): { plans: Map<string, Plan>; fall
   if (plans.size === 0) fail('tiers', 'must name at least one tier');
   const name = defaultTier ?? (plans.has('FREE') ? 'FREE' : (plans.keys().next().value as string));
   const fallback = plans.get(name);
-  if (!fallback) fail('defaultTier', `names no tier: '${name}'`);
+  if (!fallback) fail('defaultTier', `names no tier: ${describe(name)}`);
   return { plans, fallback };
 }
 
@@ -173,181 +279,188 @@ function resolveStore(options: LimiterOptions): {
       if (value !== undefined)
         fail(name, 'belongs to the store: pass it to the RedisStore you give as `store`');
     }
-    if (typeof store.evaluate !== 'function')
+    if (typeof store?.evaluate !== 'function')
       fail('store', 'must be a RedisStore, a MemoryStore or another Store');
     return { store, owned: false };
   }
-  if (redis !== undefined || redisUrl !== undefined) {
-    const client = redis ?? createRedisClient(redisUrl as string | readonly string[]);
-    const options = {
-      client,
-      ...(timeout !== undefined && { timeout }),
-      ...(connectTimeout !== undefined && { connectTimeout }),
-    };
-    const built = new RedisStore(options);
-    return redis === undefined
-      ? { store: built, owned: true, client }
-      : { store: built, owned: true };
+  if (redis !== undefined) {
+    // Checked here so that the error names `redis`, not the store's `client`.
+    toRedisConnection(redis, 'redis');
+    return { store: redisStore(redis, timeout, connectTimeout), owned: true };
+  }
+  if (redisUrl !== undefined) {
+    const client = createRedisClient(redisUrl);
+    return { store: redisStore(client, timeout, connectTimeout), owned: true, client };
   }
   return { store: acquireSharedMemory(), owned: true };
 }
 
-export function createLimiter(options: LimiterOptions): Limiter {
-  if (typeof options !== 'object' || options === null) fail('options', 'must be an object');
-  const {
-    prefix = 'sentinel',
-    onStoreError = 'allow',
-    onError,
-    clock,
-    breaker: breakerOptions,
-  } = options;
-  if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
-    fail('prefix', 'must be a non-empty string without `{` or `}`, which would break the hash tag');
-  }
-  if (!MODES.includes(onStoreError))
-    fail('onStoreError', `must be one of ${MODES.join(', ')}, got ${String(onStoreError)}`);
-  if (onError !== undefined && typeof onError !== 'function') fail('onError', 'must be a function');
-  if (clock !== undefined && typeof clock !== 'function')
-    fail('clock', 'must be a function returning Unix milliseconds');
-  const { plans, fallback } = resolvePlans(options);
-  const breakers = breakerOptions === false ? undefined : new CircuitBreakers(breakerOptions);
-  // Last, once every option is known good: it may open a connection.
-  const { store, owned, client: ownClient } = resolveStore(options);
-  // A store that is connected again is probed at once rather than after the cool-down.
-  const unsubscribe = breakers && store.onReady?.(() => breakers.probeNow());
-  const local = onStoreError === 'local' ? new MemoryStore() : undefined;
-  let warned = false;
+function redisStore(
+  client: RedisClient,
+  timeout: number | undefined,
+  connectTimeout: number | undefined,
+): RedisStore {
+  return new RedisStore({
+    client,
+    ...(timeout !== undefined && { timeout }),
+    ...(connectTimeout !== undefined && { connectTimeout }),
+  });
+}
 
-  function report(error: SentinelError): void {
-    if (onError) {
-      onError(error);
-    } else if (!warned) {
-      warned = true;
-      process.emitWarning(
-        `${error.message} (further store errors are silent without onError)`,
-        'SentinelWarning',
-      );
-    }
-  }
+// --- The request path ---------------------------------------------------------------------------
 
-  function degrade(plan: Plan, request: StoreRequest, error?: SentinelError): Decision {
-    const decision =
-      onStoreError === 'deny'
-        ? fixedDecision(plan, false, 1000, 'deny')
-        : local
-          ? toDecision(plan, local.evaluate(request), 'local')
-          : fixedDecision(plan, true, 0, 'allow');
-    if (error) decision.error = error;
-    return decision;
+/**
+ * One consume or peek. A call the code got wrong (a key that is not a string, a bad cost)
+ * rejects with a TypeError; everything else, an unknown tier included, is answered with a
+ * decision, since a tier often comes from data such as an API key's record.
+ */
+function decide(
+  parts: Parts,
+  key: string,
+  options: ConsumeOptions | undefined,
+  apply: boolean,
+): Promise<Decision> {
+  let cost: number;
+  try {
+    checkKey(key);
+    cost = options?.cost ?? 1;
+    checkPositiveInteger(cost, 'cost');
+  } catch (error) {
+    return Promise.reject(error);
   }
-
-  function planFor(tier: string | undefined): Plan | undefined {
-    return tier === undefined ? fallback : plans.get(tier);
-  }
-
-  function request(
-    key: string,
-    options: ConsumeOptions | undefined,
-    apply: boolean,
-  ): Promise<Decision> {
-    if (typeof key !== 'string')
-      return Promise.reject(new TypeError('@sentinel/core: the key must be a string'));
-    const cost = options?.cost ?? 1;
-    if (!Number.isSafeInteger(cost) || cost < 1) {
-      return Promise.reject(
-        new TypeError(`@sentinel/core: \`cost\` must be a positive integer, got ${String(cost)}`),
-      );
-    }
-    const tier = options?.tier;
-    const plan = planFor(tier);
-    if (plan === undefined) {
-      const error = new SentinelError('UNKNOWN_TIER', `No tier named '${String(tier)}'`);
-      report(error);
-      // Applying some other tier's limits would be a guess; the failure mode is the user's choice.
-      const deny = onStoreError === 'deny';
-      const decision = fixedDecision(fallback, !deny, 1000, deny ? 'deny' : 'allow');
-      decision.error = error;
-      return Promise.resolve(decision);
-    }
-    const base = `${prefix}:{${storageIdentity(key)}}`;
-    const req: StoreRequest = {
-      keys:
-        plan.keySuffixes.length === 1
-          ? [base + plan.keySuffixes[0]]
-          : plan.keySuffixes.map((s) => base + s),
-      policies: plan.policies,
-      script: plan.script,
-      args: plan.args,
-      cost,
-      apply,
-      now: clock?.(),
-    };
-    const breaker = breakers?.of(store.serverOf?.(req.keys) ?? '');
-    if (breaker && !breaker.allow(Date.now())) return Promise.resolve(degrade(plan, req));
-    let reply: StoreReply | Promise<StoreReply>;
-    try {
-      reply = store.evaluate(req);
-    } catch (error) {
-      return Promise.resolve(failed(plan, req, error, breaker));
-    }
-    if (!(reply instanceof Promise)) {
-      breaker?.success();
-      return Promise.resolve(toDecision(plan, reply));
-    }
-    return reply.then(
-      (value) => {
-        breaker?.success();
-        return toDecision(plan, value);
-      },
-      (error: unknown) => failed(plan, req, error, breaker),
-    );
-  }
-
-  function failed(
-    plan: Plan,
-    req: StoreRequest,
-    error: unknown,
-    breaker: CircuitBreaker | undefined,
-  ): Decision {
-    const failure =
-      error instanceof SentinelError
-        ? error
-        : new SentinelError(
-            'STORE_FAILED',
-            error instanceof Error ? error.message : String(error),
-            {
-              cause: error,
-            },
-          );
-    // A store that answers, however late, is not down: only silence and failures trip the breaker.
-    if (failure.code === 'STORE_BUSY') breaker?.success();
-    else breaker?.failure(Date.now());
-    report(failure);
-    return degrade(plan, req, failure);
-  }
-
-  return {
-    consume: (key, options) => request(key, options, true),
-    peek: (key, options) => request(key, options, false),
-    async reset(key, options) {
-      const tier = options?.tier;
-      const chosen = tier === undefined ? [fallback, ...plans.values()] : [planFor(tier)];
-      const keys = new Set<string>();
-      for (const plan of chosen) {
-        if (plan === undefined)
-          throw new SentinelError('UNKNOWN_TIER', `No tier named '${String(tier)}'`);
-        for (const suffix of plan.keySuffixes)
-          keys.add(`${prefix}:{${storageIdentity(key)}}${suffix}`);
-      }
-      await store.reset([...keys]);
-      await local?.reset([...keys]);
-    },
-    async close() {
-      unsubscribe?.();
-      local?.close();
-      if (owned) await store.close();
-      // A client built from redisUrl is the limiter's own; one passed as `redis` stays open.
-      if (ownClient) await toRedisConnection(ownClient).close();
-    },
+  const tier = options?.tier;
+  const plan = planFor(parts, tier);
+  if (plan === undefined) return Promise.resolve(unknownTierDecision(parts, tier));
+  const request: StoreRequest = {
+    keys: keysOf(parts, key, plan),
+    policies: plan.policies,
+    script: plan.script,
+    args: plan.args,
+    cost,
+    apply,
+    now: parts.clock?.(),
   };
+  return evaluate(parts, plan, request);
+}
+
+function checkKey(key: unknown): asserts key is string {
+  if (typeof key !== 'string') fail('key', `must be a string, got ${describe(key)}`);
+}
+
+function planFor(parts: Parts, tier: string | undefined): Plan | undefined {
+  return tier === undefined ? parts.fallback : parts.plans.get(tier);
+}
+
+/** The store keys of one identity under a plan: one per policy, all under one hash tag. */
+function keysOf(parts: Parts, key: string, plan: Plan): string[] {
+  const base = `${parts.prefix}:{${storageIdentity(key)}}`;
+  return plan.keySuffixes.map((suffix) => base + suffix);
+}
+
+/** Asks the store, unless the breaker of the server holding the keys is open. */
+function evaluate(parts: Parts, plan: Plan, request: StoreRequest): Promise<Decision> {
+  const { store, breakers } = parts;
+  const breaker = breakers?.of(store.serverOf?.(request.keys) ?? '');
+  if (breaker && !breaker.allow(Date.now())) return Promise.resolve(degrade(parts, plan, request));
+  let reply: StoreReply | Promise<StoreReply>;
+  try {
+    reply = store.evaluate(request);
+  } catch (error) {
+    return Promise.resolve(failed(parts, plan, request, error, breaker));
+  }
+  // The memory store answers synchronously: no promise to wait on.
+  if (!(reply instanceof Promise)) {
+    breaker?.success();
+    return Promise.resolve(toDecision(plan, reply));
+  }
+  return reply.then(
+    (value) => {
+      breaker?.success();
+      return toDecision(plan, value);
+    },
+    (error: unknown) => failed(parts, plan, request, error, breaker),
+  );
+}
+
+// --- When the store fails, or the tier is unknown ----------------------------------------------
+
+function failed(
+  parts: Parts,
+  plan: Plan,
+  request: StoreRequest,
+  error: unknown,
+  breaker: CircuitBreaker | undefined,
+): Decision {
+  const failure =
+    error instanceof SentinelError
+      ? error
+      : new SentinelError('STORE_FAILED', error instanceof Error ? error.message : String(error), {
+          cause: error,
+        });
+  // A store that answers, however late, is not down: only silence and failures trip the breaker.
+  if (failure.code === 'STORE_BUSY') breaker?.success();
+  else breaker?.failure(Date.now());
+  parts.report(failure);
+  return degrade(parts, plan, request, failure);
+}
+
+/** The decision `onStoreError` makes without the store. */
+function degrade(parts: Parts, plan: Plan, request: StoreRequest, error?: SentinelError): Decision {
+  const { onStoreError, local } = parts;
+  const decision =
+    onStoreError === 'deny'
+      ? fixedDecision(plan, false, 1000, 'deny')
+      : local
+        ? toDecision(plan, local.evaluate(request), 'local')
+        : fixedDecision(plan, true, 0, 'allow');
+  if (error) decision.error = error;
+  return decision;
+}
+
+function unknownTier(parts: Parts, tier: unknown): SentinelError {
+  const error = new SentinelError('UNKNOWN_TIER', `No tier named ${describe(tier)}`);
+  parts.report(error);
+  return error;
+}
+
+/**
+ * Applying some other tier's limits would be a guess, and counting in memory would count under
+ * no known policy: the failure mode decides, admitting or refusing, and the decision says so.
+ */
+function unknownTierDecision(parts: Parts, tier: unknown): Decision {
+  const error = unknownTier(parts, tier);
+  const deny = parts.onStoreError === 'deny';
+  const decision = fixedDecision(parts.fallback, !deny, 1000, deny ? 'deny' : 'allow');
+  decision.error = error;
+  return decision;
+}
+
+// --- Reset --------------------------------------------------------------------------------------
+
+/**
+ * Deletes a key's state for one tier, or for all. Like consume, a key that is not a string
+ * rejects with a TypeError, and an unknown tier is reported to `onError`: it holds no state, so
+ * nothing is deleted.
+ */
+async function resetKey(
+  parts: Parts,
+  key: string,
+  options: Pick<ConsumeOptions, 'tier'> | undefined,
+): Promise<void> {
+  checkKey(key);
+  const tier = options?.tier;
+  let chosen: Plan[];
+  if (tier === undefined) {
+    chosen = [parts.fallback, ...parts.plans.values()];
+  } else {
+    const plan = parts.plans.get(tier);
+    if (plan === undefined) {
+      unknownTier(parts, tier);
+      return;
+    }
+    chosen = [plan];
+  }
+  const keys = [...new Set(chosen.flatMap((plan) => keysOf(parts, key, plan)))];
+  await parts.store.reset(keys);
+  await parts.local?.reset(keys);
 }
