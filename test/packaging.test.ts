@@ -1,8 +1,7 @@
-// The published packages: packed as npm would, installed into a fresh project with npm, then
-// imported from CommonJS, ESM and TypeScript.
+// The published packages: packed as npm would, checked for what a tarball holds, installed into a
+// fresh project with npm, then imported from CommonJS, ESM and TypeScript.
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -26,14 +25,17 @@ await limiter.close();
 console.log(JSON.stringify({ decisions, algorithms: ALGORITHMS.length, store: typeof MemoryStore }));
 `;
 
+/** The files in each package's tarball, as `package/...` paths. */
+const packed = new Map<string, string[]>();
+
+/** Every path an `exports` map points to, through its conditions. */
+function exportTargets(exports: unknown): string[] {
+  if (typeof exports === 'string') return [exports];
+  if (exports === null || typeof exports !== 'object') return [];
+  return Object.values(exports).flatMap(exportTargets);
+}
+
 beforeAll(async () => {
-  for (const name of Object.keys(PACKAGES)) {
-    if (!existsSync(join(root, `packages/${name}/dist/index.mjs`))) {
-      throw new Error(
-        `packages/${name}/dist is missing: run \`pnpm build\` first (\`pnpm test\` does)`,
-      );
-    }
-  }
   consumer = await mkdtemp(join(tmpdir(), 'sentinel-consumer-'));
   for (const name of Object.keys(PACKAGES)) {
     await run('pnpm', ['pack', '--pack-destination', consumer], {
@@ -41,6 +43,12 @@ beforeAll(async () => {
     });
   }
   const tarballs = (await readdir(consumer)).filter((file) => file.endsWith('.tgz'));
+  for (const name of Object.keys(PACKAGES)) {
+    const tarball = tarballs.find((file) => file.startsWith(`sentinel-${name}-`));
+    if (tarball === undefined) throw new Error(`no tarball for @sentinel/${name} in ${tarballs}`);
+    const { stdout } = await run('tar', ['-tzf', join(consumer, tarball)]);
+    packed.set(name, stdout.trim().split('\n'));
+  }
   await writeFile(join(consumer, 'package.json'), '{ "name": "consumer", "private": true }');
   // npm resolves the packages' own dependencies and peers the way a user's install would.
   await run(
@@ -85,10 +93,57 @@ afterAll(async () => {
 
 describe('the packed packages', () => {
   it.each(Object.keys(PACKAGES))(
-    'ship only dist and the manifest for @sentinel/%s',
+    'ship dist, the README, the LICENSE and the manifest, and nothing else, for @sentinel/%s',
+    (name) => {
+      const files = packed.get(name) ?? [];
+      expect(files).toEqual(
+        expect.arrayContaining([
+          'package/package.json',
+          'package/README.md',
+          'package/LICENSE',
+          'package/dist/index.mjs',
+          'package/dist/index.cjs',
+          'package/dist/index.d.mts',
+          'package/dist/index.d.cts',
+        ]),
+      );
+      const extra = files.filter(
+        (file) =>
+          !file.startsWith('package/dist/') &&
+          !['package/package.json', 'package/README.md', 'package/LICENSE'].includes(file),
+      );
+      expect(extra).toEqual([]);
+    },
+  );
+
+  it.each(Object.keys(PACKAGES))(
+    'ship every file the manifest of @sentinel/%s exports',
     async (name) => {
-      const files = await readdir(join(consumer, `node_modules/@sentinel/${name}/dist`));
-      expect(files.sort()).toEqual(['index.cjs', 'index.d.cts', 'index.d.mts', 'index.mjs']);
+      const installed = join(consumer, `node_modules/@sentinel/${name}`);
+      const manifest = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8'));
+      const targets = exportTargets(manifest.exports);
+      // The published manifest points at dist, never at the TypeScript sources.
+      expect(targets.filter((target) => !target.startsWith('./dist/'))).toEqual(['./package.json']);
+      const files = packed.get(name) ?? [];
+      const entries = [manifest.main, manifest.module, manifest.types].filter(Boolean);
+      for (const target of [...targets, ...entries] as string[]) {
+        expect(files, target).toContain(`package/${target.slice(2)}`);
+      }
+    },
+  );
+
+  it.each(Object.keys(PACKAGES))(
+    'ship a README that shows how to install @sentinel/%s, and the MIT license',
+    async (name) => {
+      const installed = join(consumer, `node_modules/@sentinel/${name}`);
+      const readme = await readFile(join(installed, 'README.md'), 'utf8');
+      expect(readme).toMatch(new RegExp(`^# @sentinel/${name}\\n`));
+      expect(readme).toContain(`npm install @sentinel/${name}`);
+      expect(readme).toContain(`from '@sentinel/${name}'`);
+      // Nothing outside the tarball: a relative link into the repository would not resolve.
+      expect(readme).not.toMatch(/\]\(\.\.?\//);
+      const license = await readFile(join(installed, 'LICENSE'), 'utf8');
+      expect(license).toMatch(/^MIT License\n\nCopyright \(c\) 2026 The Sentinel authors\n/);
     },
   );
 
