@@ -22,16 +22,16 @@ function rejects(options: unknown): string {
 
 describe('createLimiter rejects at construction', () => {
   it.each([
-    ['a negative limit', { limit: -1, window: '1m' }, '`limit.limit`'],
-    ['a zero limit', { limit: 0, window: '1m' }, '`limit.limit`'],
-    ['a fractional limit', { limit: 1.5, window: '1m' }, '`limit.limit`'],
-    ['a limit given as a string', { limit: '10', window: '1m' }, '`limit.limit`'],
-    ['an unknown algorithm', { limit: 1, window: '1m', algorithm: 'leaky' }, '`limit.algorithm`'],
-    ['an unparsable window', { limit: 1, window: '1 fortnight' }, '`limit.window`'],
-    ['a fractional window', { limit: 1, window: '1.5m' }, '`limit.window`'],
-    ['a zero window', { limit: 1, window: 0 }, '`limit.window`'],
-    ['a missing window', { limit: 1 }, '`limit.window`'],
-    ['a limit too large for exact state', { limit: 2 ** 40, window: '1d' }, '`limit.limit`'],
+    ['a negative limit', { limit: -1, window: '1m' }, '`limit`'],
+    ['a zero limit', { limit: 0, window: '1m' }, '`limit`'],
+    ['a fractional limit', { limit: 1.5, window: '1m' }, '`limit`'],
+    ['a limit given as a string', { limit: '10', window: '1m' }, '`limit`'],
+    ['an unknown algorithm', { limit: 1, window: '1m', algorithm: 'leaky' }, '`algorithm`'],
+    ['an unparsable window', { limit: 1, window: '1 fortnight' }, '`window`'],
+    ['a fractional window', { limit: 1, window: '1.5m' }, '`window`'],
+    ['a zero window', { limit: 1, window: 0 }, '`window`'],
+    ['a missing window', { limit: 1 }, '`window`'],
+    ['a limit too large for exact state', { limit: 2 ** 40, window: '1d' }, '`limit`'],
     ['an empty policy list', { policies: [] }, '`policies`'],
     [
       'a bad policy in a list',
