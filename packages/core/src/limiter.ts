@@ -1,102 +1,21 @@
 // createLimiter: resolves options once, then each consume is one store call and a decision.
-import {
-  type CircuitBreaker,
-  type CircuitBreakerOptions,
-  CircuitBreakers,
-} from './circuit-breaker.ts';
+import type { CircuitBreaker } from './circuit-breaker.ts';
 import { fixedDecision, toDecision } from './decision.ts';
 import { SentinelError } from './errors.ts';
 import { storageIdentity } from './fingerprint.ts';
-import { MemoryStore } from './memory-store.ts';
-import { type Plan, resolvePlan } from './policy.ts';
-import { createRedisClient } from './redis-client.ts';
-import { toRedisConnection } from './redis-connection.ts';
-import { type RedisClient, RedisStore } from './redis-store.ts';
-import { createReporter } from './reporter.ts';
-import type {
-  Algorithm,
-  ConsumeOptions,
-  Decision,
-  Store,
-  StoreErrorMode,
-  StoreReply,
-  StoreRequest,
-  TierOptions,
-  Window,
-} from './types.ts';
 import {
-  checkFunction,
-  checkOneOf,
-  checkPositiveInteger,
-  describe,
-  fail,
-  rejectUnknownOptions,
-} from './validation.ts';
+  type LimiterOptions,
+  type ResolvedOptions,
+  resolveOptions,
+  resolveStore,
+} from './limiter-options.ts';
+import { MemoryStore } from './memory-store.ts';
+import type { Plan } from './policy.ts';
+import { toRedisConnection } from './redis-connection.ts';
+import type { ConsumeOptions, Decision, Store, StoreReply, StoreRequest } from './types.ts';
+import { checkPositiveInteger, describe, fail } from './validation.ts';
 
-export interface LimiterOptions {
-  /**
-   * Where state lives. Without `store` or `redis`, limiters share one MemoryStore per process.
-   * @default the process's shared MemoryStore
-   */
-  store?: Store;
-  /**
-   * An ioredis, iovalkey or node-redis client (`Redis` or `Cluster`): shorthand for
-   * `store: new RedisStore({ client: redis, timeout, connectTimeout })`. It stays yours to close.
-   */
-  redis?: RedisClient;
-  /**
-   * A Redis URL, or several for a Cluster: the limiter builds its own client with
-   * `createRedisClient`, and closes it on `close()`.
-   * @example 'redis://10.0.0.5:6379'
-   */
-  redisUrl?: string | readonly string[];
-  /**
-   * The policies every request must satisfy, when no tier applies.
-   * @example [{ limit: 20, window: '1s' }, { limit: 1000, window: '1h' }]
-   */
-  policies?: TierOptions;
-  /** Shorthand for one policy: `policies: { limit, window, algorithm }`. */
-  limit?: number;
-  window?: Window;
-  algorithm?: Algorithm;
-  /**
-   * Named sets of policies; `consume(key, { tier })` picks one.
-   * @example { FREE: { limit: 10, window: '1m' }, PRO: [{ limit: 100, window: '1m' }, { limit: 20, window: '1s' }] }
-   */
-  tiers?: Record<string, TierOptions>;
-  /** The tier of calls that name none. @default 'FREE' if it exists, else the first tier */
-  defaultTier?: string;
-  /** @default 'sentinel' */
-  prefix?: string;
-  /**
-   * What a decision does when the store fails: admit, refuse, or apply the same policies in
-   * this process's memory.
-   * @default 'allow'
-   */
-  onStoreError?: StoreErrorMode;
-  /**
-   * Called with every store failure and unknown tier. What it throws becomes a process warning.
-   * @default the first failure as a process warning
-   */
-  onError?: (error: SentinelError) => void;
-  /**
-   * Ms a Redis call waits while Redis sends nothing and this process is free to hear it, for a
-   * store built from `redis` or `redisUrl` (see RedisStoreOptions). @default 50
-   */
-  timeout?: number;
-  /**
-   * Ms calls wait for the first Redis connection, for a store built from `redis` or `redisUrl`;
-   * after that, calls fail at once until it comes up. @default 500
-   */
-  connectTimeout?: number;
-  /**
-   * The circuit breaker in front of the store, or false for none. There is one per server: on a
-   * Redis Cluster, a failing master trips only the breaker of the identities it serves.
-   */
-  breaker?: CircuitBreakerOptions | false;
-  /** Unix ms for the scripts to use instead of the Redis clock: for tests. @default Redis `TIME` */
-  clock?: () => number;
-}
+export { LIMITER_OPTION_NAMES, type LimiterOptions } from './limiter-options.ts';
 
 export interface Limiter {
   /**
@@ -119,41 +38,8 @@ export interface Limiter {
   close(): Promise<void>;
 }
 
-/** Every key of LimiterOptions, checked against the interface so that the two cannot drift. */
-const LIMITER_OPTIONS = {
-  store: true,
-  redis: true,
-  redisUrl: true,
-  policies: true,
-  limit: true,
-  window: true,
-  algorithm: true,
-  tiers: true,
-  defaultTier: true,
-  prefix: true,
-  onStoreError: true,
-  onError: true,
-  timeout: true,
-  connectTimeout: true,
-  breaker: true,
-  clock: true,
-} as const satisfies Record<keyof LimiterOptions, true>;
-
-/** The options createLimiter takes; any other name is refused at construction. */
-export const LIMITER_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(LIMITER_OPTIONS));
-
-const MODES = ['allow', 'deny', 'local'] as const satisfies readonly StoreErrorMode[];
-
 /** What the request path, the failure path and reset share, resolved once. */
-interface Parts {
-  readonly prefix: string;
-  readonly onStoreError: StoreErrorMode;
-  readonly clock: (() => number) | undefined;
-  readonly plans: ReadonlyMap<string, Plan>;
-  /** The plan of calls that name no tier. */
-  readonly fallback: Plan;
-  readonly report: (error: SentinelError) => void;
-  readonly breakers: CircuitBreakers | undefined;
+interface Parts extends ResolvedOptions {
   readonly store: Store;
   /** Decides in this process's memory while the store fails, for `onStoreError: 'local'`. */
   readonly local: MemoryStore | undefined;
@@ -180,131 +66,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (ownClient) await toRedisConnection(ownClient).close();
     },
   };
-}
-
-// --- Options, resolved once -------------------------------------------------------------------
-
-/** Checks every option but the store's, which may connect and so comes last. */
-function resolveOptions(options: LimiterOptions): Omit<Parts, 'store' | 'local'> {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    fail('options', `must be an object, got ${describe(options)}`);
-  }
-  rejectUnknownOptions(options, LIMITER_OPTION_NAMES, '@sentinel/core');
-  const {
-    prefix = 'sentinel',
-    onStoreError = 'allow',
-    onError,
-    clock,
-    breaker: breakerOptions,
-  } = options;
-  if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
-    fail('prefix', 'must be a non-empty string without `{` or `}`, which would break the hash tag');
-  }
-  checkOneOf(onStoreError, MODES, 'onStoreError');
-  if (onError !== undefined) checkFunction(onError, 'onError');
-  if (clock !== undefined) checkFunction(clock, 'clock');
-  const { plans, fallback } = resolvePlans(options);
-  const breakers = breakerOptions === false ? undefined : new CircuitBreakers(breakerOptions);
-  // The limiter reports only SentinelErrors, so an onError typed for them receives nothing else.
-  const report = createReporter(onError as ((error: Error) => void) | undefined, '@sentinel/core');
-  return { prefix, onStoreError, clock, plans, fallback, report, breakers };
-}
-
-function resolvePlans(options: LimiterOptions): { plans: Map<string, Plan>; fallback: Plan } {
-  const { policies, limit, window, algorithm, tiers, defaultTier } = options;
-  const shorthand = limit !== undefined || window !== undefined || algorithm !== undefined;
-  const given = [policies !== undefined && 'policies', shorthand && 'limit', tiers && 'tiers'];
-  const chosen = given.filter(Boolean);
-  if (chosen.length === 0)
-    fail('policies', 'is required: pass `policies`, `limit` and `window`, or `tiers`');
-  if (chosen.length > 1) fail(String(chosen[1]), `cannot be combined with \`${chosen[0]}\``);
-  const plans = new Map<string, Plan>();
-  if (!tiers) {
-    if (defaultTier !== undefined) fail('defaultTier', 'needs `tiers`');
-    if (policies !== undefined) return { plans, fallback: resolvePlan(policies, 'policies') };
-    // The shorthand's fields are top-level options: errors name them bare, as `window`.
-    const single = { limit: limit as number, window: window as Window, algorithm };
-    return { plans, fallback: resolvePlan(single, '') };
-  }
-  if (typeof tiers !== 'object') fail('tiers', 'must be an object of tier name to policies');
-  for (const [tier, tierPolicies] of Object.entries(tiers)) {
-    plans.set(tier, resolvePlan(tierPolicies, `tiers.${tier}`, tier));
-  }
-  if (plans.size === 0) fail('tiers', 'must name at least one tier');
-  const name = defaultTier ?? (plans.has('FREE') ? 'FREE' : (plans.keys().next().value as string));
-  const fallback = plans.get(name);
-  if (!fallback) fail('defaultTier', `names no tier: ${describe(name)}`);
-  return { plans, fallback };
-}
-
-/**
- * The store of limiters given neither `store` nor `redis`: one per process, like a Redis all
- * gateways share, so that what shares a budget (prefix, group, policy) does not depend on the
- * store. It is closed when the last limiter using it closes.
- */
-let sharedMemory: { store: MemoryStore; users: number } | undefined;
-
-function acquireSharedMemory(): Store {
-  sharedMemory ??= { store: new MemoryStore(), users: 0 };
-  sharedMemory.users++;
-  const { store } = sharedMemory;
-  let released = false;
-  return {
-    evaluate: (request) => store.evaluate(request),
-    reset: (keys) => store.reset(keys),
-    close() {
-      if (released) return;
-      released = true;
-      if (sharedMemory?.store === store && --sharedMemory.users === 0) {
-        sharedMemory = undefined;
-        store.close();
-      }
-    },
-  };
-}
-
-function resolveStore(options: LimiterOptions): {
-  store: Store;
-  owned: boolean;
-  client?: RedisClient;
-} {
-  const { store, redis, redisUrl, timeout, connectTimeout } = options;
-  if (redis !== undefined && redisUrl !== undefined) {
-    fail('redisUrl', 'cannot be combined with `redis`');
-  }
-  if (store !== undefined) {
-    if (redis !== undefined) fail('redis', 'cannot be combined with `store`');
-    if (redisUrl !== undefined) fail('redisUrl', 'cannot be combined with `store`');
-    for (const [name, value] of Object.entries({ timeout, connectTimeout })) {
-      if (value !== undefined)
-        fail(name, 'belongs to the store: pass it to the RedisStore you give as `store`');
-    }
-    if (typeof store?.evaluate !== 'function')
-      fail('store', 'must be a RedisStore, a MemoryStore or another Store');
-    return { store, owned: false };
-  }
-  if (redis !== undefined) {
-    // Checked here so that the error names `redis`, not the store's `client`.
-    toRedisConnection(redis, 'redis');
-    return { store: redisStore(redis, timeout, connectTimeout), owned: true };
-  }
-  if (redisUrl !== undefined) {
-    const client = createRedisClient(redisUrl);
-    return { store: redisStore(client, timeout, connectTimeout), owned: true, client };
-  }
-  return { store: acquireSharedMemory(), owned: true };
-}
-
-function redisStore(
-  client: RedisClient,
-  timeout: number | undefined,
-  connectTimeout: number | undefined,
-): RedisStore {
-  return new RedisStore({
-    client,
-    ...(timeout !== undefined && { timeout }),
-    ...(connectTimeout !== undefined && { connectTimeout }),
-  });
 }
 
 // --- The request path ---------------------------------------------------------------------------
