@@ -52,13 +52,16 @@ export function rejectUnknownOptions(
   if (problems.length > 0) throw new TypeError(`${where}: ${problems.join('; ')}`);
 }
 
-/** The same check for an option that is itself an object, such as `breaker`: keys are named `option.key`. */
+/**
+ * The same check for an option that is itself an object, such as `breaker`: its keys are named
+ * `option.key`, or bare when `option` is '' (fields written at the top level).
+ */
 export function rejectUnknownFields(
   value: object,
   known: ReadonlySet<string> | readonly string[],
   option: string,
 ): void {
-  const problems = unknownOptions(value, known, `${option}.`);
+  const problems = unknownOptions(value, known, option === '' ? '' : `${option}.`);
   if (problems.length > 0) throw new TypeError(`@sentinel/core: ${problems.join('; ')}`);
 }
 

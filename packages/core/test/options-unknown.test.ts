@@ -4,7 +4,7 @@ import { connect } from '../../../test/harness/clients.ts';
 import { createLimiter, type LimiterOptions, RedisStore } from '../src/index.ts';
 import { LIMITER_OPTION_NAMES } from '../src/limiter.ts';
 import { PEER_OPTION_NAMES } from '../src/peer-option-names.ts';
-import { rejectUnknownOptions } from '../src/validation.ts';
+import { rejectUnknownFields, rejectUnknownOptions } from '../src/validation.ts';
 
 function messageOf(build: () => unknown): string {
   try {
@@ -127,6 +127,16 @@ describe('rejectUnknownOptions, as every layer calls it', () => {
     expect(
       messageOf(() => rejectUnknownOptions({ keyGenerator() {} }, new Set(known), '@x')),
     ).toContain('use `identify`');
+  });
+
+  it('names the fields of a nested object under it, or bare at the top level', () => {
+    const policy = ['name', 'limit', 'window', 'algorithm'];
+    expect(messageOf(() => rejectUnknownFields({ limt: 1 }, policy, 'tiers.PRO[1]'))).toBe(
+      '@sentinel/core: `tiers.PRO[1].limt` is not an option: did you mean `tiers.PRO[1].limit`?',
+    );
+    expect(messageOf(() => rejectUnknownFields({ windowMs: 1 }, policy, ''))).toMatch(
+      /^@sentinel\/core: `windowMs` is express-rate-limit's name/,
+    );
   });
 
   it('lets a name we share with a peer through wherever we know it', () => {
