@@ -9,7 +9,7 @@ export type SentinelErrorCode =
   | 'STORE_UNAVAILABLE'
   /** The store answered with an error. */
   | 'STORE_FAILED'
-  /** A request named a tier the limiter was not given. */
+  /** A consume, peek or reset named a tier the limiter was not given. */
   | 'UNKNOWN_TIER';
 
 export class SentinelError extends Error {

@@ -19,8 +19,9 @@ const HEADERS = "`headers`: 'draft-11', 'draft-7' or 'draft-6'";
 const HANDLER = '`handler`, which replaces the 429 answer';
 
 /**
- * Names from express-rate-limit 7–8, @fastify/rate-limit 10, koa-ratelimit 6 and
- * rate-limiter-flexible 7, as their documented option lists give them. A name Sentinel uses
+ * Names from the documented options of express-rate-limit 7–8, @fastify/rate-limit 10,
+ * koa-ratelimit 6 and rate-limiter-flexible 7, and a few their older versions used (`whitelist`,
+ * `inmemoryBlockOnConsumed`), since migration guides still show them. A name Sentinel uses
  * itself (`store`, `redis`, `skip`, `headers`, `allowList`, `onLimited`, `handler`, `hook`,
  * `global`, `prefix`) is not here: it is a known option wherever Sentinel takes it.
  */
