@@ -115,6 +115,12 @@ describe('older formats', () => {
     });
   });
 
+  it('take the reset time from the clock they are given', () => {
+    const at = Date.UTC(2030, 0, 1);
+    const headers = rateLimitHeaders(single, ['draft-11', 'legacy'], at);
+    expect(headers['X-RateLimit-Reset']).toBe(String(Math.ceil((at + 41_200) / 1000)));
+  });
+
   it('combine with legacy, or send nothing for false', () => {
     const headers = rateLimitHeaders(single, resolveHeaderFormats(['draft-11', 'legacy']));
     expect(Object.keys(headers).sort()).toEqual([
@@ -136,6 +142,31 @@ describe('older formats', () => {
   );
 });
 
+describe('a decision that does not know the state', () => {
+  // What the failure mode answers without a store: the numbers are placeholders.
+  const unknown: Decision = { ...single, remaining: 10, resetMs: 0, degraded: 'allow' };
+  const ALL = ['draft-11', 'draft-7', 'draft-6', 'legacy'] as const;
+
+  it.each([
+    ['draft-11', { 'RateLimit-Policy': '"free-minute";q=10;w=60' }],
+    ['draft-7', { 'RateLimit-Policy': '10;w=60' }],
+    ['draft-6', { 'RateLimit-Policy': '10;w=60', 'RateLimit-Limit': '10' }],
+    ['legacy', { 'X-RateLimit-Limit': '10' }],
+  ] as const)('keeps only the policy in %s', (format, expected) => {
+    expect(rateLimitHeaders(unknown, [format], 1_700_000_000_000)).toEqual(expected);
+    expect(rateLimitHeaders({ ...unknown, allowed: false, degraded: 'deny' }, [format])).toEqual(
+      expected,
+    );
+  });
+
+  it('is not one the local fallback made, whose state is real', () => {
+    for (const format of ALL) {
+      const local = { ...single, degraded: 'local' as const };
+      expect(rateLimitHeaders(local, [format], 0)).toEqual(rateLimitHeaders(single, [format], 0));
+    }
+  });
+});
+
 describe('Retry-After', () => {
   it.each([
     [1, 1],
@@ -147,10 +178,8 @@ describe('Retry-After', () => {
     expect(retryAfterSeconds({ ...several, retryAfterMs: ms })).toBe(seconds);
   });
 
-  it('is the longest refusing window for a cost no policy can ever admit', () => {
+  it('is absent for a cost no policy can ever admit, since no wait helps', () => {
     const never = { ...several, retryAfterMs: Number.POSITIVE_INFINITY };
-    expect(retryAfterSeconds(never)).toBe(1);
-    const both = { ...never, policies: [{ ...minute, allowed: false }, burst] };
-    expect(retryAfterSeconds(both)).toBe(60);
+    expect(retryAfterSeconds(never)).toBeUndefined();
   });
 });

@@ -53,6 +53,25 @@ describe('byApiKey', () => {
     expect(await identify(request({ 'x-api-key': 'nobody' }))).toBe('unauthorized');
   });
 
+  it("rejects a key too long to have been issued under 'reject', in a header or as Bearer", async () => {
+    const asked: string[] = [];
+    const lookup = (key: string) => {
+      asked.push(key);
+      return key.length === 4000 ? { tenant: 'long' } : null;
+    };
+    const identify = byApiKey({ lookup, unknownKey: 'reject' });
+    const long = 'k'.repeat(5000);
+    expect(await identify(request({ 'x-api-key': long }))).toBe('unauthorized');
+    expect(await identify(request({ authorization: `Bearer ${long}` }))).toBe('unauthorized');
+    expect(await identify(request({ 'x-api-key': 'k'.repeat(4000) }))).toEqual({
+      key: 'tenant:long',
+    });
+    // Never asked about: no key that long was ever issued.
+    expect(asked.map((key) => key.length)).toEqual([4000]);
+    // Anonymous by default, as an unknown key of any length is.
+    expect(await byApiKey({ lookup })(request({ 'x-api-key': long }))).toBeNull();
+  });
+
   it('asks again after a lookup that failed', async () => {
     let calls = 0;
     const identify = byApiKey({
@@ -71,6 +90,7 @@ describe('byApiKey', () => {
     [{ unknownKey: 'ignore' }, '`byApiKey.unknownKey`'],
     [{ cacheSize: 0 }, '`byApiKey.cacheSize`'],
     [{ lookup: 'db' }, '`byApiKey.lookup`'],
+    [{ unknownKey: 'reject' }, /`byApiKey.unknownKey` 'reject' needs a `lookup`/],
   ])('rejects %j at construction', (options, option) => {
     expect(() => byApiKey(options as never)).toThrow(TypeError);
     expect(() => byApiKey(options as never)).toThrow(option);

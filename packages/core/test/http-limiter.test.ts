@@ -1,5 +1,6 @@
 // createHttpLimiter: the verdicts every adapter turns into responses, from the memory store.
 import { describe, expect, it } from 'vitest';
+import { COST_EXCEEDS_LIMIT } from '../src/http/problem.ts';
 import {
   byApiKey,
   createHttpLimiter,
@@ -7,6 +8,7 @@ import {
   type HttpLimiterOptions,
   MemoryStore,
   QUOTA_EXCEEDED,
+  type Store,
 } from '../src/index.ts';
 
 const FREE = { FREE: { name: 'free-minute', limit: 2, window: '1m' as const } };
@@ -43,6 +45,78 @@ describe('a request over its limit', () => {
     expect(shadowed).toMatchObject({ action: 'next' });
     expect(shadowed?.headers['Retry-After']).toBeDefined();
     expect(limited).toHaveLength(1);
+  });
+});
+
+describe('a request costing more than a limit', () => {
+  const tiers = {
+    FREE: [
+      { name: 'free-minute', limit: 10, window: '1m' as const },
+      { name: 'free-burst', limit: 3, window: '1s' as const },
+    ],
+  };
+
+  it('gets a 403 without Retry-After, naming the policy, its limit and the cost', async () => {
+    const limited: Decision[] = [];
+    const [refused, again] = await drain(
+      { tiers, cost: 5, onLimited: (_, d) => limited.push(d) },
+      2,
+    );
+    expect(refused).toMatchObject({
+      action: 'respond',
+      reason: 'cost-exceeds-limit',
+      status: 403,
+      body: {
+        type: COST_EXCEEDS_LIMIT,
+        status: 403,
+        policy: 'free-burst',
+        limit: 3,
+        cost: 5,
+        'violated-policies': ['free-burst'],
+      },
+    });
+    if (refused?.action !== 'respond') throw new Error('not refused');
+    expect(refused.body.detail).toMatch(/costs 5.*limit of 3 per 1s of free-burst/);
+    expect(refused.headers['Retry-After']).toBeUndefined();
+    expect(refused.headers['RateLimit-Policy']).toBe(
+      '"free-minute";q=10;w=60, "free-burst";q=3;w=1',
+    );
+    // It took nothing: the minute policy still has its whole limit.
+    expect(refused.decision?.policies.map((p) => p.remaining)).toEqual([10, 3]);
+    expect(again).toMatchObject({ reason: 'cost-exceeds-limit' });
+    expect(limited).toHaveLength(2);
+  });
+
+  it('names the smallest limit when several are below the cost, and passes in shadow mode', async () => {
+    const [refused] = await drain({ tiers, cost: 11 }, 1);
+    expect(refused?.action === 'respond' && refused.body).toMatchObject({
+      policy: 'free-burst',
+      limit: 3,
+      cost: 11,
+      'violated-policies': ['free-minute', 'free-burst'],
+    });
+    const [shadowed] = await drain({ tiers, cost: 11, mode: 'shadow' }, 1);
+    expect(shadowed).toMatchObject({ action: 'next', decision: { allowed: false } });
+    expect(shadowed?.headers['Retry-After']).toBeUndefined();
+  });
+});
+
+describe('a decision that does not know the state', () => {
+  it('sends the policy and no state: an unknown tier does not claim a full quota', async () => {
+    const [verdict] = await drain(
+      {
+        tiers: FREE,
+        headers: ['draft-11', 'legacy'],
+        identify: () => ({ key: 'k', tier: 'GOLD' }),
+        onError: () => {},
+      },
+      1,
+    );
+    expect(verdict).toMatchObject({ action: 'next', decision: { degraded: 'allow' } });
+    expect(verdict?.headers).toEqual({
+      'RateLimit-Policy': '"free-minute";q=2;w=60',
+      'X-RateLimit-Limit': '2',
+    });
   });
 });
 
@@ -111,6 +185,49 @@ describe('failures before the store', () => {
     expect(errors).toEqual([['identify broke', '203.0.113.9']]);
   });
 
+  it.each([
+    ['cost throws', { cost: () => Promise.reject(new Error('pricing down')) }, /pricing down/],
+    ['cost returns -1', { cost: () => -1 }, /`cost` must be a positive integer, got -1/],
+    ['cost returns 1.5', { cost: () => 1.5 }, /`cost` must be a positive integer, got 1.5/],
+    [
+      'skip throws',
+      {
+        skip: () => {
+          throw new Error('flags down');
+        },
+      },
+      /flags down/,
+    ],
+    ['skip returns a string', { skip: () => 'yes' }, /`skip` returned 'yes', not true or false/],
+    ['identify returns a string', { identify: () => 'k' }, /`identify` returned 'k', not \{ key/],
+    ['identify returns a numeric key', { identify: () => ({ key: 5 }) }, /a key that is 5/],
+    ['identify returns an empty key', { identify: () => ({ key: '' }) }, /a key that is ''/],
+    [
+      'identify returns a numeric tier',
+      { identify: () => ({ key: 'k', tier: 1 }) },
+      /a tier that is 1/,
+    ],
+  ])('are reported on every request when %s, and let through', async (_, options, message) => {
+    const errors: Array<[Error, unknown]> = [];
+    const verdicts = await drain(
+      {
+        tiers: FREE,
+        ...(options as object),
+        onError: (error, req) => errors.push([error, req.ip]),
+      },
+      3,
+    );
+    expect(verdicts).toEqual(
+      [1, 2, 3].map(() => ({ action: 'next', headers: {}, decision: undefined })),
+    );
+    expect(errors).toHaveLength(3);
+    for (const [error, ip] of errors) {
+      expect(error).toBeInstanceOf(Error);
+      expect(error.message).toMatch(message);
+      expect(ip).toBe('203.0.113.9');
+    }
+  });
+
   it('are refused with 503 when failing closed', async () => {
     const [verdict] = await drain(
       { tiers: FREE, onStoreError: 'deny', cost: () => -1, onError: () => {} },
@@ -135,6 +252,38 @@ describe('failures before the store', () => {
   });
 });
 
+describe('store failures', () => {
+  it('reach onError once each, with their request, and never as a process warning', async () => {
+    const broken: Store = {
+      evaluate: () => Promise.reject(new Error('store down')),
+      reset: () => {},
+      close: () => {},
+    };
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const errors: Array<[string, unknown]> = [];
+      const verdicts = await drain(
+        {
+          tiers: FREE,
+          store: broken,
+          breaker: false,
+          onError: (error, req) => errors.push([error.message, req.ip]),
+        },
+        3,
+      );
+      expect(verdicts.map((v) => v.decision?.degraded)).toEqual(['allow', 'allow', 'allow']);
+      expect(errors).toEqual([1, 2, 3].map(() => ['store down', '203.0.113.9']));
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
+
 describe('options', () => {
   it.each([
     [{ headers: 'draft-99' }, '`headers`'],
@@ -144,6 +293,8 @@ describe('options', () => {
     [{ skip: true }, '`skip`'],
     [{ allowList: ['x'] }, '`allowList`'],
     [{ identify: 'ip' }, '`identify`'],
+    [{ allowList: '10.0.0.0/8' }, '`allowList`'],
+    [{ onLimited: 'log' }, '`onLimited`'],
   ])('reject %j at construction', (options, option) => {
     expect(() => createHttpLimiter({ tiers: FREE, ...(options as object) })).toThrow(TypeError);
     expect(() => createHttpLimiter({ tiers: FREE, ...(options as object) })).toThrow(option);

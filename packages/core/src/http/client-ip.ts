@@ -1,5 +1,6 @@
 // Normalises client IPs into rate-limit identities: IPv4 as is, IPv6 grouped by subnet.
 import ipaddr from 'ipaddr.js';
+import { describe, fail } from '../validation.ts';
 
 /**
  * The identity of an IP address: IPv4 addresses (including IPv4-mapped IPv6 ones) as dotted
@@ -27,14 +28,16 @@ export function ipMatcher(
   entries: readonly string[],
   option: string,
 ): (ip: string | undefined) => boolean {
-  const ranges = entries.map((entry) => {
+  if (!Array.isArray(entries)) {
+    fail(option, `must be a list of IP addresses or CIDR ranges, got ${describe(entries)}`);
+  }
+  const ranges = entries.map((entry: unknown) => {
     try {
-      return entry.includes('/') ? ipaddr.parseCIDR(entry) : ([ipaddr.parse(entry), -1] as const);
-    } catch {
-      throw new TypeError(
-        `@sentinel/core: \`${option}\` holds '${entry}', which is not an IP address or CIDR range`,
-      );
-    }
+      if (typeof entry === 'string') {
+        return entry.includes('/') ? ipaddr.parseCIDR(entry) : ([ipaddr.parse(entry), -1] as const);
+      }
+    } catch {}
+    return fail(option, `holds ${describe(entry)}, which is not an IP address or CIDR range`);
   });
   return (ip) => {
     if (ip === undefined || !ipaddr.isValid(ip)) return false;

@@ -1,5 +1,6 @@
 // RateLimit headers, one pure function per format; adapters write the record to their response.
 import type { Decision } from '../types.ts';
+import { describe, fail } from '../validation.ts';
 
 /** The header formats Sentinel writes; the list also defines the type. */
 export const HEADER_FORMATS = ['draft-11', 'draft-7', 'draft-6', 'legacy'] as const;
@@ -18,14 +19,27 @@ export function sfString(value: string): string {
   return `"${value.replace(/[^\x20-\x7e]/g, '').replace(/["\\]/g, '\\$&')}"`;
 }
 
+/**
+ * Whether a decision knows the state it reports. One the failure mode made without any store
+ * (`degraded` 'allow' or 'deny': the store failed, or the tier is unknown) holds placeholder
+ * numbers, so the headers send the policies alone and no remaining count or reset: a client must
+ * not read a full quota into an outage. The `'local'` mode's in-memory state is real state.
+ */
+export function knowsState(decision: Decision): boolean {
+  return decision.degraded === undefined || decision.degraded === 'local';
+}
+
 /** draft-ietf-httpapi-ratelimit-headers-11: every policy, and the most restrictive one's state. */
 export function draft11Headers(decision: Decision): Record<string, string> {
-  return {
+  const headers: Record<string, string> = {
     'RateLimit-Policy': decision.policies
       .map((p) => `${sfString(p.policy)};q=${p.limit};w=${seconds(p.windowMs)}`)
       .join(', '),
-    RateLimit: `${sfString(decision.policy)};r=${decision.remaining};t=${seconds(decision.resetMs)}`,
   };
+  if (knowsState(decision)) {
+    headers.RateLimit = `${sfString(decision.policy)};r=${decision.remaining};t=${seconds(decision.resetMs)}`;
+  }
+  return headers;
 }
 
 function quotaPolicies(decision: Decision): string {
@@ -34,32 +48,45 @@ function quotaPolicies(decision: Decision): string {
 
 /** draft-ietf-httpapi-ratelimit-headers-07: one `RateLimit` dictionary. */
 export function draft7Headers(decision: Decision): Record<string, string> {
-  return {
-    'RateLimit-Policy': quotaPolicies(decision),
-    RateLimit: `limit=${decision.limit}, remaining=${decision.remaining}, reset=${seconds(decision.resetMs)}`,
-  };
+  const headers: Record<string, string> = { 'RateLimit-Policy': quotaPolicies(decision) };
+  if (knowsState(decision)) {
+    headers.RateLimit = `limit=${decision.limit}, remaining=${decision.remaining}, reset=${seconds(decision.resetMs)}`;
+  }
+  return headers;
 }
 
-/** draft-ietf-httpapi-ratelimit-headers-06: separate limit, remaining and reset fields. */
+/**
+ * draft-ietf-httpapi-ratelimit-headers-06: separate limit, remaining and reset fields. The limit
+ * is the policy's, so it stays when the state is unknown.
+ */
 export function draft6Headers(decision: Decision): Record<string, string> {
-  return {
+  const headers: Record<string, string> = {
     'RateLimit-Policy': quotaPolicies(decision),
     'RateLimit-Limit': String(decision.limit),
-    'RateLimit-Remaining': String(decision.remaining),
-    'RateLimit-Reset': String(seconds(decision.resetMs)),
   };
+  if (knowsState(decision)) {
+    headers['RateLimit-Remaining'] = String(decision.remaining);
+    headers['RateLimit-Reset'] = String(seconds(decision.resetMs));
+  }
+  return headers;
 }
 
-/** The X-RateLimit-* headers that predate the drafts; the reset is a Unix time in seconds. */
+/**
+ * The X-RateLimit-* headers that predate the drafts; the reset is a Unix time in seconds, from
+ * `now`: the limiter's clock, so that it agrees with the decision's own time.
+ */
 export function legacyHeaders(decision: Decision, now = Date.now()): Record<string, string> {
-  return {
-    'X-RateLimit-Limit': String(decision.limit),
-    'X-RateLimit-Remaining': String(decision.remaining),
-    'X-RateLimit-Reset': String(seconds(now + decision.resetMs)),
-  };
+  const headers: Record<string, string> = { 'X-RateLimit-Limit': String(decision.limit) };
+  if (knowsState(decision)) {
+    headers['X-RateLimit-Remaining'] = String(decision.remaining);
+    headers['X-RateLimit-Reset'] = String(seconds(now + decision.resetMs));
+  }
+  return headers;
 }
 
-const WRITERS: Record<HeaderFormat, (decision: Decision) => Record<string, string>> = {
+type HeaderWriter = (decision: Decision, now: number) => Record<string, string>;
+
+const WRITERS: Record<HeaderFormat, HeaderWriter> = {
   'draft-11': draft11Headers,
   'draft-7': draft7Headers,
   'draft-6': draft6Headers,
@@ -67,13 +94,12 @@ const WRITERS: Record<HeaderFormat, (decision: Decision) => Record<string, strin
 };
 
 /**
- * Seconds for `Retry-After`: at least 1, rounded up. A cost no policy can ever admit has no
- * honest answer; it gets the longest window among the refusing policies.
+ * Seconds for `Retry-After`: at least 1, rounded up. Undefined for a cost larger than a policy's
+ * limit: no wait admits it, and a `Retry-After` would only invite retries that fail forever.
  */
-export function retryAfterSeconds(decision: Decision): number {
-  if (Number.isFinite(decision.retryAfterMs)) return Math.max(1, seconds(decision.retryAfterMs));
-  const windows = decision.policies.filter((p) => !p.allowed).map((p) => p.windowMs);
-  return Math.max(1, seconds(Math.max(0, ...windows)));
+export function retryAfterSeconds(decision: Decision): number | undefined {
+  if (!Number.isFinite(decision.retryAfterMs)) return undefined;
+  return Math.max(1, seconds(decision.retryAfterMs));
 }
 
 /** Validates a `headers` option once: one IETF draft at most (they share field names), plus legacy. */
@@ -82,26 +108,27 @@ export function resolveHeaderFormats(option: unknown): readonly HeaderFormat[] {
   const formats = Array.isArray(option) ? option : [option];
   for (const format of formats) {
     if (!HEADER_FORMATS.includes(format as HeaderFormat)) {
-      throw new TypeError(
-        `@sentinel/core: \`headers\` must be false or among ${HEADER_FORMATS.join(', ')}, got ${String(format)}`,
+      const allowed = HEADER_FORMATS.map((f) => `'${f}'`).join(', ');
+      fail(
+        'headers',
+        `must be false, or one of ${allowed} or a list of them, got ${describe(format)}`,
       );
     }
   }
   if (formats.filter((format) => format !== 'legacy').length > 1) {
-    throw new TypeError(
-      '@sentinel/core: `headers` may hold one IETF draft, since they share field names',
-    );
+    fail('headers', 'may hold one IETF draft, since they share field names');
   }
   return [...new Set(formats as HeaderFormat[])];
 }
 
-/** The headers of every chosen format for one decision. */
+/** The headers of every chosen format for one decision made at `now` (Unix ms). */
 export function rateLimitHeaders(
   decision: Decision,
   formats: readonly HeaderFormat[],
+  now = Date.now(),
 ): Record<string, string> {
-  if (formats.length === 1) return WRITERS[formats[0] as HeaderFormat](decision);
+  if (formats.length === 1) return WRITERS[formats[0] as HeaderFormat](decision, now);
   const headers: Record<string, string> = {};
-  for (const format of formats) Object.assign(headers, WRITERS[format](decision));
+  for (const format of formats) Object.assign(headers, WRITERS[format](decision, now));
   return headers;
 }

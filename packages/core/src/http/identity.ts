@@ -1,5 +1,6 @@
 // Who is this request? Ready-made identifiers over the request shape Express, Koa and Fastify share.
 import { fingerprint } from '../fingerprint.ts';
+import { checkFunction, checkOneOf, checkPositiveInteger, describe, fail } from '../validation.ts';
 import { ipIdentity } from './client-ip.ts';
 import { LookupCache } from './lookup-cache.ts';
 
@@ -28,10 +29,15 @@ export type Identifier<Req = RequestLike> = (req: Req) => IdentifyResult | Promi
 /** Header values Sentinel reads at most; a longer one is not a credential anyone was issued. */
 const MAX_HEADER_LENGTH = 4096;
 
-function readHeader(req: RequestLike, name: string): string | undefined {
+/** A header's first value, trimmed; undefined when absent or empty. */
+function firstValue(req: RequestLike, name: string): string | undefined {
   const raw = req.headers[name];
-  const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
-  return value && value.length <= MAX_HEADER_LENGTH ? value : undefined;
+  return (Array.isArray(raw) ? raw[0] : raw)?.trim() || undefined;
+}
+
+function readHeader(req: RequestLike, name: string): string | undefined {
+  const value = firstValue(req, name);
+  return value !== undefined && value.length <= MAX_HEADER_LENGTH ? value : undefined;
 }
 
 export interface ApiKeyTenant {
@@ -50,7 +56,11 @@ export interface ApiKeyOptions {
    * @example (key) => db.apiKeys.find(key)
    */
   lookup?: (apiKey: string) => ApiKeyTenant | null | Promise<ApiKeyTenant | null>;
-  /** What a key the lookup does not know gets: the anonymous tier, or a 401. @default 'anonymous' */
+  /**
+   * What a key the lookup does not know gets: the anonymous tier, or a 401. A key too long to
+   * have been issued (over 4096 characters) is unknown too. `'reject'` needs a `lookup`.
+   * @default 'anonymous'
+   */
   unknownKey?: 'anonymous' | 'reject';
   /** Lookups cached at most. @default 10_000 */
   cacheSize?: number;
@@ -58,22 +68,22 @@ export interface ApiKeyOptions {
   cacheTtlMs?: number;
 }
 
-function positive(value: number, option: string): number {
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new TypeError(
-      `@sentinel/core: \`${option}\` must be a positive integer, got ${String(value)}`,
-    );
-  }
-  return value;
-}
-
 function headerName(value: unknown, option: string): string {
   if (typeof value !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(value)) {
-    throw new TypeError(
-      `@sentinel/core: \`${option}\` must be an HTTP header name, got ${String(value)}`,
-    );
+    fail(option, `must be an HTTP header name, got ${describe(value)}`);
   }
   return value.toLowerCase();
+}
+
+const UNKNOWN_KEY = ['anonymous', 'reject'] as const;
+
+/** The key a request carries, in the header or as a Bearer credential, however long. */
+function readApiKey(req: RequestLike, header: string, bearer: boolean): string | undefined {
+  const fromHeader = firstValue(req, header);
+  if (fromHeader !== undefined || !bearer) return fromHeader;
+  const authorization = firstValue(req, 'authorization');
+  if (authorization === undefined || !/^bearer\s+/i.test(authorization)) return undefined;
+  return authorization.replace(/^bearer\s+/i, '') || undefined;
 }
 
 /** Identifies a request by its API key, from a header or `Authorization: Bearer`. */
@@ -86,34 +96,27 @@ export function byApiKey({
   cacheTtlMs = 60_000,
 }: ApiKeyOptions = {}): Identifier {
   const name = headerName(header, 'byApiKey.header');
-  if (unknownKey !== 'anonymous' && unknownKey !== 'reject') {
-    throw new TypeError(
-      `@sentinel/core: \`byApiKey.unknownKey\` must be 'anonymous' or 'reject', got ${String(unknownKey)}`,
-    );
+  checkOneOf(unknownKey, UNKNOWN_KEY, 'byApiKey.unknownKey');
+  if (lookup !== undefined) checkFunction(lookup, 'byApiKey.lookup');
+  else if (unknownKey === 'reject') {
+    fail('byApiKey.unknownKey', "'reject' needs a `lookup` to tell known keys from unknown ones");
   }
-  if (lookup !== undefined && typeof lookup !== 'function') {
-    throw new TypeError('@sentinel/core: `byApiKey.lookup` must be a function');
-  }
-  const cache = new LookupCache<ApiKeyTenant | null>(
-    positive(cacheSize, 'byApiKey.cacheSize'),
-    positive(cacheTtlMs, 'byApiKey.cacheTtlMs'),
-  );
+  checkPositiveInteger(cacheSize, 'byApiKey.cacheSize');
+  checkPositiveInteger(cacheTtlMs, 'byApiKey.cacheTtlMs');
+  const cache = new LookupCache<ApiKeyTenant | null>(cacheSize, cacheTtlMs);
+  const reject = unknownKey === 'reject';
   return function identifyByApiKey(req) {
-    let apiKey = readHeader(req, name);
-    if (apiKey === undefined && bearer) {
-      const authorization = readHeader(req, 'authorization');
-      if (authorization !== undefined && /^bearer\s+/i.test(authorization)) {
-        apiKey = authorization.replace(/^bearer\s+/i, '') || undefined;
-      }
-    }
+    const apiKey = readApiKey(req, name, bearer);
     if (apiKey === undefined) return null;
+    // Too long to be a key anyone was issued: an unknown key, which 'reject' refuses like any other.
+    if (apiKey.length > MAX_HEADER_LENGTH) return reject ? 'unauthorized' : null;
     const hashed = fingerprint(apiKey);
     if (lookup === undefined) return { key: `key:${hashed}` };
     const key = apiKey;
     return cache
       .get(hashed, async () => (await lookup(key)) ?? null)
       .then((found) => {
-        if (found === null) return unknownKey === 'reject' ? 'unauthorized' : null;
+        if (found === null) return reject ? 'unauthorized' : null;
         return found.tier === undefined
           ? { key: `tenant:${found.tenant}` }
           : { key: `tenant:${found.tenant}`, tier: found.tier };
@@ -138,11 +141,8 @@ export interface IpOptions {
 
 /** Identifies a request by its client IP, as the framework resolved it under trust proxy. */
 export function byIp({ ipv6Subnet = 56 }: IpOptions = {}): Identifier {
-  if (!Number.isInteger(ipv6Subnet) || ipv6Subnet < 1 || ipv6Subnet > 128) {
-    throw new TypeError(
-      `@sentinel/core: \`byIp.ipv6Subnet\` must be an integer from 1 to 128, got ${ipv6Subnet}`,
-    );
-  }
+  checkPositiveInteger(ipv6Subnet, 'byIp.ipv6Subnet');
+  if (ipv6Subnet > 128) fail('byIp.ipv6Subnet', `must be at most 128, got ${ipv6Subnet}`);
   return function identifyByIp(req) {
     const ip = ipIdentity(req.ip, ipv6Subnet);
     return ip === undefined ? null : { key: `ip:${ip}` };
@@ -151,10 +151,7 @@ export function byIp({ ipv6Subnet = 56 }: IpOptions = {}): Identifier {
 
 /** Tries identifiers in turn; the first that yields an identity (or a 401) wins. */
 export function chain<Req>(...identifiers: Identifier<Req>[]): Identifier<Req> {
-  for (const identifier of identifiers) {
-    if (typeof identifier !== 'function')
-      throw new TypeError('@sentinel/core: `chain` takes identifier functions');
-  }
+  for (const identifier of identifiers) checkFunction(identifier, 'chain');
   return async function identifyByChain(req) {
     for (const identifier of identifiers) {
       const found = await identifier(req);

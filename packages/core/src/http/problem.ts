@@ -1,5 +1,6 @@
 // RFC 9457 problem details for the responses Sentinel sends itself.
-import type { Decision } from '../types.ts';
+import type { Decision, PolicyDecision } from '../types.ts';
+import { formatWindow } from '../window.ts';
 
 export interface ProblemDetails {
   type: string;
@@ -7,10 +8,28 @@ export interface ProblemDetails {
   status: number;
   detail: string;
   'violated-policies'?: string[];
+  /** For a cost over a limit: the policy that can never admit it, its limit, and the cost. */
+  policy?: string;
+  limit?: number;
+  cost?: number;
 }
 
 /** The problem type the RateLimit header draft defines for exceeded quotas. */
 export const QUOTA_EXCEEDED = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
+
+/**
+ * The problem type of a request whose cost is larger than a policy's whole limit: no wait ever
+ * admits it, so it is not a quota exceeded for now. A name rather than a page to fetch.
+ */
+export const COST_EXCEEDS_LIMIT = 'urn:sentinel:problem:cost-exceeds-limit';
+
+/**
+ * The status of a cost over a limit. Not 429: it promises that waiting helps, and clients retry
+ * it. Not 413: it concerns the body's size, and common clients (got, ky) retry it too. 403 says
+ * that this request, with these credentials, will not be served, and RFC 9110 §15.5.4 tells
+ * clients not to repeat it as it is; a smaller request, or a key of a larger tier, may pass.
+ */
+export const COST_EXCEEDS_LIMIT_STATUS = 403;
 
 export function quotaExceeded(decision: Decision, retryAfter: number): ProblemDetails {
   const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.policy);
@@ -20,6 +39,27 @@ export function quotaExceeded(decision: Decision, retryAfter: number): ProblemDe
     status: 429,
     detail: `Quota exceeded for ${violated.join(', ')}; retry in ${retryAfter} s.`,
     'violated-policies': violated,
+  };
+}
+
+/**
+ * A request costing more than a policy's whole limit: names that policy (the smallest such
+ * limit, when several are), its limit and the cost.
+ */
+export function costExceedsLimit(decision: Decision, cost: number): ProblemDetails {
+  const never = decision.policies.filter((p) => p.retryAfterMs === Number.POSITIVE_INFINITY);
+  const tightest = never.reduce((a, b) => (b.limit < a.limit ? b : a)) as PolicyDecision;
+  return {
+    type: COST_EXCEEDS_LIMIT,
+    title: 'Cost Exceeds Limit',
+    status: COST_EXCEEDS_LIMIT_STATUS,
+    detail:
+      `This request costs ${cost}, more than the limit of ${tightest.limit} per ` +
+      `${formatWindow(tightest.windowMs)} of ${tightest.policy}, so it can never be admitted.`,
+    'violated-policies': never.map((p) => p.policy),
+    policy: tightest.policy,
+    limit: tightest.limit,
+    cost,
   };
 }
 
