@@ -1,20 +1,24 @@
-// Failures in a running app (Redis down, unknown tier, identify throws): fail open or answer 503.
-import { setTimeout as sleep } from 'node:timers/promises';
+// Failures in a running app (Redis down, unknown tier, a bad identify, cost or skip): fail open or
+// answer 503, report each one, and never claim a quota the limiter does not know.
 import type { Redis } from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
 import {
   type HttpLimiterOptions,
+  type Identity,
   type RequestLike,
   SentinelError,
 } from '../../packages/core/src/index.ts';
 import type { AdapterDriver } from '../adapters/driver.ts';
 import { connect, uniquePrefix } from '../harness/clients.ts';
 import { type RedisProcess, startRedis } from '../harness/redis-server.ts';
+import { waitFor } from '../harness/wait-for.ts';
 import {
   type App,
   conformance,
   exposed,
   getMany,
+  type Reply,
+  rateLimitHeaderNames,
   type StoreName,
   startApp,
   useStore,
@@ -29,14 +33,6 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.stop()));
 });
 
-async function waitFor(condition: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await sleep(10);
-  }
-}
-
 interface Failure {
   probe: string | undefined;
   error: Error;
@@ -50,14 +46,8 @@ function recorder(failures: Failure[]): (error: Error, req: RequestLike) => void
   };
 }
 
-/**
- * An app on a Redis server of its own, proven healthy by one admitted request, whose server is
- * then stopped; every error reaching onError is recorded with the request's probe header.
- */
-async function appWithRedisDown(
-  driver: AdapterDriver,
-  options: Partial<HttpLimiterOptions> = {},
-): Promise<{ app: App; failures: Failure[] }> {
+/** A Redis server of the test's own, and a client on it that gives up at once when it is down. */
+async function redisToStop(): Promise<{ client: Redis; stop(): Promise<void> }> {
   const server = await startRedis();
   servers.push(server);
   const client = connect('ioredis 6', server.url, {
@@ -66,23 +56,107 @@ async function appWithRedisDown(
   });
   clients.push(client);
   await waitFor(() => client.status === 'ready');
-  const failures: Failure[] = [];
-  const app = await startApp(driver, {
-    options: {
-      redis: client,
-      prefix: uniquePrefix('conformance-failure'),
-      limit: 100,
-      window: '1m',
-      onError: recorder(failures),
-      ...options,
+  return {
+    client,
+    async stop() {
+      await server.stop();
+      await waitFor(() => client.status !== 'ready');
     },
-  });
-  const healthy = await app.get('/', { 'x-probe': 'healthy' });
-  expect(healthy.status).toBe(200);
-  expect(exposed(healthy)?.degraded).toBeUndefined();
-  await server.stop();
-  await waitFor(() => client.status !== 'ready');
-  return { app, failures };
+  };
+}
+
+/**
+ * Apps on one Redis server of their own, each proven healthy by one admitted request, whose
+ * server is then stopped; every error reaching onError is recorded with the request's probe.
+ */
+async function appsWithRedisDown(
+  driver: AdapterDriver,
+  variants: readonly Partial<HttpLimiterOptions>[],
+): Promise<{ apps: App[]; healthy: Reply[]; failures: Failure[] }> {
+  const redis = await redisToStop();
+  const failures: Failure[] = [];
+  const apps: App[] = [];
+  const healthy: Reply[] = [];
+  for (const options of variants) {
+    const app = await startApp(driver, {
+      options: {
+        redis: redis.client,
+        prefix: uniquePrefix('conformance-failure'),
+        limit: 100,
+        window: '1m',
+        onError: recorder(failures),
+        ...options,
+      },
+    });
+    const reply = await app.get('/', { 'x-probe': 'healthy' });
+    expect(reply.status).toBe(200);
+    expect(exposed(reply)?.degraded).toBeUndefined();
+    apps.push(app);
+    healthy.push(reply);
+  }
+  await redis.stop();
+  return { apps, healthy, failures };
+}
+
+async function appWithRedisDown(
+  driver: AdapterDriver,
+  options: Partial<HttpLimiterOptions> = {},
+): Promise<{ app: App; failures: Failure[] }> {
+  const { apps, failures } = await appsWithRedisDown(driver, [options]);
+  return { app: apps[0] as App, failures };
+}
+
+/**
+ * For each header format: every RateLimit field a reply sends while the limiter knows the state
+ * (`full`), and the ones it keeps when it does not: the policy, never a remaining count or reset.
+ */
+const FORMATS = [
+  {
+    headers: 'draft-11',
+    full: ['ratelimit', 'ratelimit-policy'],
+    policyOnly: { 'ratelimit-policy': '"100-per-1m";q=100;w=60' },
+  },
+  {
+    headers: 'draft-7',
+    full: ['ratelimit', 'ratelimit-policy'],
+    policyOnly: { 'ratelimit-policy': '100;w=60' },
+  },
+  {
+    headers: 'draft-6',
+    full: ['ratelimit-limit', 'ratelimit-policy', 'ratelimit-remaining', 'ratelimit-reset'],
+    policyOnly: { 'ratelimit-limit': '100', 'ratelimit-policy': '100;w=60' },
+  },
+  {
+    headers: 'legacy',
+    full: ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
+    policyOnly: { 'x-ratelimit-limit': '100' },
+  },
+] as const;
+
+/** Options whose skip, identify or cost is broken, and what the error reported says. */
+const MISUSES: Array<[string, Partial<HttpLimiterOptions>, string]> = [
+  ['a cost that returns -1', { cost: () => -1 }, '`cost` must be a positive integer, got -1'],
+  ['a cost that throws', { cost: () => Promise.reject(new Error('pricing down')) }, 'pricing down'],
+  [
+    'an identify with no key',
+    { identify: () => ({ tier: 'FREE' }) as unknown as Identity },
+    '`identify` returned a key',
+  ],
+  [
+    'a skip that throws',
+    {
+      skip: () => {
+        throw new Error('flags down');
+      },
+    },
+    'flags down',
+  ],
+];
+
+/** The RateLimit fields of a reply, by name. */
+function rateLimitFields(reply: Reply | undefined): Record<string, string | null> {
+  const headers = reply?.headers ?? new Headers();
+  return Object.fromEntries(rateLimitHeaderNames(headers).map((name) => [name, headers.get(name)]));
 }
 
 conformance(
@@ -117,6 +191,37 @@ conformance(
       // The store's own error message (ioredis, sockets) stays in onError, out of the response.
       for (const failure of failures) expect(first?.text).not.toContain(failure.error.message);
       expect(failures[0]?.probe).toBe('down');
+    });
+
+    it('claims no quota while Redis is down, in every header format, yet names the policy', async () => {
+      const { apps, healthy, failures } = await appsWithRedisDown(
+        driver,
+        FORMATS.map(({ headers }) => ({ headers })),
+      );
+      for (const [i, format] of FORMATS.entries()) {
+        // The same app told the state while it knew it.
+        expect(rateLimitHeaderNames(healthy[i]?.headers ?? new Headers()).sort()).toEqual(
+          format.full,
+        );
+        const down = await (apps[i] as App).get('/', { 'x-probe': 'down' });
+        expect(down.status, format.headers).toBe(200);
+        expect(exposed(down)).toMatchObject({ degraded: 'allow' });
+        expect(rateLimitFields(down), format.headers).toEqual(format.policyOnly);
+      }
+      expect(failures.length).toBeGreaterThanOrEqual(1);
+    });
+
+    it('claims no quota on a 503 when failing closed, in every header format', async () => {
+      const { apps } = await appsWithRedisDown(
+        driver,
+        FORMATS.map(({ headers }) => ({ headers, onStoreError: 'deny' as const })),
+      );
+      for (const [i, format] of FORMATS.entries()) {
+        const down = await (apps[i] as App).get('/', { 'x-probe': 'down' });
+        expect(down.status, format.headers).toBe(503);
+        expect(rateLimitFields(down), format.headers).toEqual(format.policyOnly);
+        expect(down.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+      }
     });
 
     it('keeps admitting in shadow mode even when failing closed', async () => {
@@ -157,6 +262,26 @@ conformance((driver, storeName: StoreName) => {
     expect(failures[0]?.error.message).toContain('GOLD');
   });
 
+  it('claims no quota for an unknown tier, in every header format, yet names the policy', async () => {
+    for (const format of FORMATS) {
+      const app = await startApp(driver, {
+        options: {
+          ...useStore(storeName).options,
+          headers: format.headers,
+          // Named as the Redis-down scenarios' policy, to share their expected fields.
+          tiers: { FREE: { name: '100-per-1m', limit: 100, window: '1m' } },
+          identify: (req) => ({ key: 'tenant:gold', tier: String(req.headers['x-tier']) }),
+          onError: () => {},
+        },
+      });
+      const known = await app.get('/', { 'x-tier': 'FREE' });
+      expect(rateLimitHeaderNames(known.headers).sort(), format.headers).toEqual(format.full);
+      const gold = await app.get('/', { 'x-tier': 'GOLD' });
+      expect(gold.status).toBe(200);
+      expect(rateLimitFields(gold), format.headers).toEqual(format.policyOnly);
+    }
+  });
+
   it("answers an unknown tier with 503 under onStoreError 'deny'", async () => {
     const failures: Failure[] = [];
     const app = await goldApp('deny', failures);
@@ -195,4 +320,30 @@ conformance((driver, storeName: StoreName) => {
       ['closed', 'directory offline'],
     ]);
   });
+
+  // What the request gets is the failure mode's answer, as for a store failure: the README says so.
+  it.each(MISUSES)(
+    'reports %s on every request, passing it or answering 503 under deny',
+    async (_, misuse, message) => {
+      const failures: Failure[] = [];
+      const options = {
+        ...useStore(storeName).options,
+        limit: 5,
+        window: '1m',
+        onError: recorder(failures),
+        ...misuse,
+      } satisfies HttpLimiterOptions;
+      const open = await startApp(driver, { options });
+      const passed = await getMany(open, 3, '/', { 'x-probe': 'open' });
+      expect(passed.map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(passed.map((r) => exposed(r))).toEqual([null, null, null]);
+      expect(passed.map((r) => rateLimitHeaderNames(r.headers))).toEqual([[], [], []]);
+      const closed = await startApp(driver, { options: { ...options, onStoreError: 'deny' } });
+      const refused = await getMany(closed, 2, '/', { 'x-probe': 'closed' });
+      expect(refused.map((r) => r.status)).toEqual([503, 503]);
+      expect(refused[0]?.body).toMatchObject({ status: 503, title: 'Service Unavailable' });
+      expect(failures.map((f) => f.probe)).toEqual(['open', 'open', 'open', 'closed', 'closed']);
+      for (const { error } of failures) expect(error.message).toContain(message);
+    },
+  );
 });

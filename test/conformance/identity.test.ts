@@ -115,6 +115,16 @@ conformance((driver, storeName) => {
     expect((await app.get('/', from('198.51.100.3'))).status).toBe(200);
   });
 
+  it('counts a key too long to have been issued as anonymous by default, like any unknown key', async () => {
+    const app = await tieredApp(driver, storeName);
+    const long = { 'x-api-key': 'k'.repeat(5000) };
+    const replies = await getMany(app, 2, '/', from('198.51.100.5', long));
+    expect(replies.map((r) => r.status)).toEqual([200, 200]);
+    expect(exposed(replies[1])).toMatchObject({ tier: 'FREE', remaining: 8 });
+    // The same address without a key draws from the same budget.
+    expect(exposed(await app.get('/', from('198.51.100.5')))?.remaining).toBe(7);
+  });
+
   it('treats an unknown API key as anonymous by default: its IP and the FREE tier', async () => {
     const app = await tieredApp(driver, storeName);
     const unknown = await getMany(app, 6, '/', from('198.51.100.4', { 'x-api-key': 'sk-nobody' }));
@@ -135,6 +145,11 @@ conformance((driver, storeName) => {
     expect(rejected.text).not.toContain('sk-nobody');
     const bearer = await app.get('/', { authorization: 'Bearer sk-nobody' });
     expect(bearer.status).toBe(401);
+    // A key too long to have been issued is unknown too, however it is sent.
+    const long = 'k'.repeat(5000);
+    expect((await app.get('/', { 'x-api-key': long })).status).toBe(401);
+    expect((await app.get('/', { authorization: `Bearer ${long}` })).status).toBe(401);
+    expect((await app.get('/', { 'x-api-key': 'k'.repeat(4000) })).status).toBe(401);
     // Known keys and keyless requests are unaffected.
     expect((await app.get('/', { 'x-api-key': 'sk-pro' })).status).toBe(200);
     expect((await app.get('/')).status).toBe(200);

@@ -1,5 +1,6 @@
 // Limits over HTTP: the limit then 429, the decision routes see, per-route limits, cost, groups.
 import { expect, it } from 'vitest';
+import { COST_EXCEEDS_LIMIT } from '../../packages/core/src/http/problem.ts';
 import { QUOTA_EXCEEDED, type RequestLike } from '../../packages/core/src/index.ts';
 import { manualClock } from '../../packages/core/test/stores.ts';
 import { uniquePrefix } from '../harness/clients.ts';
@@ -115,6 +116,44 @@ conformance((driver, storeName) => {
     const one = await app.get('/');
     expect([five, three, tooMuch, one].map((r) => r.status)).toEqual([200, 200, 429, 200]);
     expect([five, three, one].map((r) => exposed(r)?.remaining)).toEqual([5, 2, 1]);
+  });
+
+  it('refuses a cost over a limit for good: 403, no Retry-After, a problem naming both numbers', async () => {
+    const { options } = useStore(storeName);
+    const limited: number[] = [];
+    const app = await startApp(driver, {
+      options: {
+        ...options,
+        policies: [
+          { name: 'free-minute', limit: 10, window: '1m' },
+          { name: 'free-burst', limit: 3, window: '1s' },
+        ],
+        clock: manualClock().now,
+        onLimited: (_req, decision) => limited.push(decision.retryAfterMs),
+      },
+      routes: [{ path: '/export', rateLimit: { cost: 5 } }],
+    });
+    const refused = await getMany(app, 2, '/export');
+    expect(refused.map((r) => r.status)).toEqual([403, 403]);
+    const [first] = refused;
+    expect(first?.headers.get('retry-after')).toBeNull();
+    expect(first?.headers.get('content-type')).toMatch(/^application\/problem\+json\b/);
+    expect(first?.body).toEqual({
+      type: COST_EXCEEDS_LIMIT,
+      title: 'Cost Exceeds Limit',
+      status: 403,
+      detail: expect.stringMatching(/costs 5, more than the limit of 3 per 1s of free-burst/),
+      'violated-policies': ['free-burst'],
+      policy: 'free-burst',
+      limit: 3,
+      cost: 5,
+    });
+    // The state is real, so it is told; nothing was taken from either policy.
+    expect(first?.headers.get('ratelimit')).toBe('"free-burst";r=3;t=0');
+    expect(limited).toEqual([Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY]);
+    const cheap = await app.get('/');
+    expect(cheap.status).toBe(200);
+    expect(exposed(cheap)?.policies.map((p) => p.remaining)).toEqual([9, 2]);
   });
 
   it('makes the routes of one group share a single budget, apart from other routes', async () => {

@@ -161,4 +161,16 @@ conformance((driver, storeName) => {
     expect(refused?.headers.get('ratelimit-policy')).toBe('"1-per-1m";q=1;w=60');
     expect(refused?.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
   });
+
+  it('lets a custom handler answer a cost over a limit too, without Retry-After', async () => {
+    const app = await startApp(driver, {
+      options: { ...useStore(storeName).options, limit: 2, window: '1m', cost: 3 },
+      customHandler: true,
+    });
+    const refused = await app.get();
+    expect(refused.status).toBe(418);
+    expect(refused.body).toEqual({ custom: true, policy: '2-per-1m' });
+    expect(refused.headers.get('ratelimit-policy')).toBe('"2-per-1m";q=2;w=60');
+    expect(refused.headers.get('retry-after')).toBeNull();
+  });
 });
