@@ -29,7 +29,10 @@ export interface AppSpec {
 /** What every route answers with status 200: the decision the adapter exposed to the route. */
 export interface RouteBody {
   ok: true;
-  /** `req.rateLimit` / `ctx.state.rateLimit` / `request.rateLimit`, or null when none. */
+  /**
+   * `req.rateLimit` / `ctx.state.rateLimit` / `request.rateLimit`; null when the adapter
+   * exposed undefined, its "no decision", which JSON cannot carry.
+   */
   rateLimit: Decision | null;
 }
 

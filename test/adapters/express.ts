@@ -1,6 +1,4 @@
-// The conformance suite's Express driver: an Express 5 app limited with app.use and per-route middleware.
-
-import { mergeHttpLimiterOptions } from '@sentinel/core';
+// The conformance suite's Express driver: an Express 5 app limited with app.use and route() middleware.
 import {
   type RateLimitMiddleware,
   type RateLimitOptions,
@@ -10,39 +8,32 @@ import { answer, express5, serve } from '../../packages/express/test/apps.ts';
 import type { AdapterDriver, AppSpec, RunningApp } from './driver.ts';
 
 async function start(spec: AppSpec): Promise<RunningApp> {
-  const limiters: RateLimitMiddleware[] = [];
-  const closeLimiters = () => Promise.all(limiters.map((limiter) => limiter.close()));
-  function limit(options: RateLimitOptions): RateLimitMiddleware {
-    const middleware = rateLimit(
-      spec.customHandler
-        ? {
-            ...options,
-            handler: (_req, res, _next, decision) => {
-              res.status(418).json({ custom: true, policy: decision.policy });
-            },
-          }
-        : options,
-    );
-    limiters.push(middleware);
-    return middleware;
-  }
+  const options: RateLimitOptions = spec.customHandler
+    ? {
+        ...spec.options,
+        handler: (_req, res, _next, decision) => {
+          res.status(418).json({ custom: true, policy: decision.policy });
+        },
+      }
+    : spec.options;
+  // Closing the app's middleware closes the route middleware its route() made.
+  const limit: RateLimitMiddleware = rateLimit(options);
 
   const app = express5.app();
   app.set('trust proxy', spec.trustProxy ?? true);
   try {
     const routes = spec.routes ?? [];
-    // Routes with limits of their own answer before the app-wide middleware sees them.
+    // Routes with limits of their own, or none, answer before the app-wide middleware sees them:
+    // this is how an Express app gives a route its limit instead of the app's.
     for (const route of routes) {
       if (route.rateLimit === false) app.get(route.path, answer);
-      else if (route.rateLimit) {
-        app.get(route.path, limit(mergeHttpLimiterOptions(spec.options, route.rateLimit)), answer);
-      }
+      else if (route.rateLimit) app.get(route.path, limit.route(route.rateLimit), answer);
     }
-    app.use(limit(spec.options));
+    app.use(limit);
     app.get('/', answer);
     for (const route of routes) if (route.rateLimit === undefined) app.get(route.path, answer);
   } catch (error) {
-    await closeLimiters();
+    await limit.close();
     throw error;
   }
 
@@ -51,7 +42,7 @@ async function start(spec: AppSpec): Promise<RunningApp> {
     url: served.url,
     async close() {
       await served.close();
-      await closeLimiters();
+      await limit.close();
     },
   };
 }

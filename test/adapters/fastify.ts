@@ -5,7 +5,7 @@ import { Fastify, type FastifyRequest } from '../../packages/fastify/test/framew
 import type { AdapterDriver, RouteBody } from './driver.ts';
 
 async function answer(request: FastifyRequest): Promise<RouteBody> {
-  return { ok: true, rateLimit: request.rateLimit };
+  return { ok: true, rateLimit: request.rateLimit ?? null };
 }
 
 export const driver: AdapterDriver = {

@@ -1,5 +1,5 @@
-// The conformance suite's Koa app: a path switch for routing, one rateLimit middleware per route budget.
-import { type Decision, mergeHttpLimiterOptions } from '@sentinel/core';
+// The conformance suite's Koa app: a path switch for routing, the app's middleware or a route() of it per path.
+import type { Decision } from '@sentinel/core';
 import { type RateLimitMiddleware, type RateLimitOptions, rateLimit } from '@sentinel/koa';
 // Koa resolves from packages/koa, which depends on it; the root does not.
 import { Koa, serve } from '../../packages/koa/test/apps.ts';
@@ -13,29 +13,26 @@ export const driver: AdapterDriver = {
     trustProxy = true,
     customHandler = false,
   }: AppSpec): Promise<RunningApp> {
-    const limiters: RateLimitMiddleware[] = [];
-    function limited(routeOptions: RateLimitOptions): RateLimitMiddleware {
-      const handler = (ctx: Koa.Context, decision: Decision) => {
-        ctx.status = 418;
-        ctx.body = { custom: true, policy: decision.policy };
-      };
-      const middleware = rateLimit(customHandler ? { ...routeOptions, handler } : routeOptions);
-      limiters.push(middleware);
-      return middleware;
-    }
-    // Each path's limiter: the app's, its own, or null for none.
-    const appLimiter = limited(options);
+    const handler = (ctx: Koa.Context, decision: Decision) => {
+      ctx.status = 418;
+      ctx.body = { custom: true, policy: decision.policy };
+    };
+    const appOptions: RateLimitOptions = customHandler ? { ...options, handler } : options;
+    // Closing the app's middleware closes the route middleware its route() made.
+    const appLimiter = rateLimit(appOptions);
+    // Each path's middleware, as a router would mount it: the app's, a route() of it, or none.
     const byPath = new Map<string, RateLimitMiddleware | null>([['/', appLimiter]]);
-    for (const route of routes) {
-      const own = route.rateLimit;
-      byPath.set(
-        route.path,
-        own === undefined
-          ? appLimiter
-          : own === false
-            ? null
-            : limited(mergeHttpLimiterOptions(options, own)),
-      );
+    try {
+      for (const route of routes) {
+        const own = route.rateLimit;
+        byPath.set(
+          route.path,
+          own === undefined ? appLimiter : own === false ? null : appLimiter.route(own),
+        );
+      }
+    } catch (error) {
+      await appLimiter.close();
+      throw error;
     }
 
     const app = new Koa();
@@ -53,7 +50,7 @@ export const driver: AdapterDriver = {
       url: served.url,
       async close() {
         await served.close();
-        await Promise.all(limiters.map((limiter) => limiter.close()));
+        await appLimiter.close();
       },
     };
   },

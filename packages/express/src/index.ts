@@ -1,35 +1,9 @@
 // @sentinel/express: Express 4 and 5 middleware for Sentinel's distributed rate limiting.
-export {
-  type Algorithm,
-  type ApiKeyOptions,
-  type ApiKeyTenant,
-  byApiKey,
-  byHeader,
-  byIp,
-  chain,
-  type Decision,
-  type HeaderFormat,
-  type Identifier,
-  type IdentifyResult,
-  type Identity,
-  type IpOptions,
-  type Limiter,
-  MemoryStore,
-  type MemoryStoreOptions,
-  type PolicyDecision,
-  type PolicyOptions,
-  type ProblemDetails,
-  RedisStore,
-  type RedisStoreOptions,
-  SentinelError,
-  type SentinelErrorCode,
-  type StoreErrorMode,
-  type TierOptions,
-  type Window,
-} from '@sentinel/core';
+export * from '@sentinel/core/adapter';
 export {
   type RateLimitHandler,
   type RateLimitMiddleware,
   type RateLimitOptions,
+  type RouteRateLimitOptions,
   rateLimit,
 } from './rate-limit.ts';

@@ -4,8 +4,13 @@ import {
   type Decision,
   type HttpLimiterOptions,
   type Limiter,
-  type Verdict,
 } from '@sentinel/core';
+import {
+  adapterOptions,
+  checkFunction,
+  handlerAnswers,
+  mergeHttpLimiterOptions,
+} from '@sentinel/core/internal';
 import type { NextFunction, Request, Response } from 'express';
 
 declare global {
@@ -13,8 +18,8 @@ declare global {
   namespace Express {
     interface Request {
       /**
-       * Sentinel's decision for this request; undefined when it was skipped, allow-listed or
-       * could not be identified. The last `rateLimit()` a request passed sets it.
+       * Sentinel's decision for this request: set by the last `rateLimit()` it passed, and
+       * undefined when that one made none (skipped, allow-listed, not identified) or none ran.
        */
       rateLimit?: Decision;
     }
@@ -22,8 +27,9 @@ declare global {
 }
 
 /**
- * Answers a request over its limit instead of Sentinel's 429. When it runs, the rate-limit
- * headers and `Retry-After` are set and `res.statusCode` is 429; answer the request or call `next`.
+ * Answers a request refused by its limits instead of Sentinel's problem body. When it runs, the
+ * rate-limit headers are set and `res.statusCode` is 429 (with `Retry-After`), or 403 for a cost
+ * larger than a limit; answer the request or call `next`.
  */
 export type RateLimitHandler = (
   req: Request,
@@ -34,20 +40,30 @@ export type RateLimitHandler = (
 
 export interface RateLimitOptions extends HttpLimiterOptions<Request> {
   /**
-   * Answers requests over their limit instead of the 429 `application/problem+json` body. A 401
-   * for a rejected API key and a 503 when failing closed keep their problem bodies.
-   * @default undefined (a 429 problem+json body)
+   * Answers requests refused by their limits instead of the `application/problem+json` body. A
+   * 401 for a rejected API key and a 503 when failing closed keep their problem bodies.
+   * @default undefined (a problem+json body)
    * @example (req, res) => res.status(429).json({ error: 'slow down' })
    */
   handler?: RateLimitHandler;
 }
+
+/** A route's options, layered over those of the middleware whose `route()` takes them. */
+export type RouteRateLimitOptions = Partial<RateLimitOptions>;
 
 /** The middleware, with the limiter it owns. */
 export interface RateLimitMiddleware {
   (req: Request, res: Response, next: NextFunction): Promise<void>;
   /** The core limiter behind this middleware, for `peek` and `reset`. */
   readonly limiter: Limiter;
-  /** Closes the limiter and the store it created; a Redis client you passed stays open. */
+  /**
+   * A middleware for one route, its options layered over these as Fastify's
+   * `config.rateLimit` layers them: a route naming its own policies or store replaces these.
+   * Mounted before this middleware it replaces it for the route; mounted after, both count.
+   * @example app.post('/search', limit.route({ group: 'search', cost: 5 }), search)
+   */
+  route(options: RouteRateLimitOptions): RateLimitMiddleware;
+  /** Closes the limiter, those of its routes and the stores they created; a Redis client you passed stays open. */
   close(): Promise<void>;
 }
 
@@ -57,21 +73,17 @@ function writeHeaders(res: Response, headers: Record<string, string>): void {
 
 /**
  * Rate limits every request that passes through it: `app.use(rateLimit(options))`, or per route
- * as `router.get('/x', rateLimit(options), handler)`. Each call owns one limiter.
+ * with `route()`. Each call owns one limiter.
  * @example app.use(rateLimit({ redis, tiers: { FREE: { limit: 10, window: '1m' } } }))
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  if (options === null || typeof options !== 'object') {
-    throw new TypeError('@sentinel/express: `rateLimit` takes an options object');
-  }
-  const { handler, ...limiterOptions } = options;
-  if (handler !== undefined && typeof handler !== 'function') {
-    throw new TypeError('@sentinel/express: `handler` must be a function');
-  }
+  const { handler, ...limiterOptions } = adapterOptions(options);
+  if (handler !== undefined) checkFunction(handler, 'handler');
   const http = createHttpLimiter<Request>(limiterOptions);
+  const routes: RateLimitMiddleware[] = [];
 
   async function sentinelRateLimit(req: Request, res: Response, next: NextFunction) {
-    let verdict: Verdict;
+    let verdict: Awaited<ReturnType<typeof http.check>>;
     try {
       verdict = await http.check(req);
     } catch (error) {
@@ -85,7 +97,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     // Called outside any try: an error downstream is Express's to route, never ours to catch.
     if (verdict.action === 'next') return next();
     res.status(verdict.status);
-    if (handler && verdict.reason === 'limited' && verdict.decision) {
+    if (handler && handlerAnswers(verdict)) {
       try {
         await handler(req, res, next, verdict.decision);
       } catch (error) {
@@ -98,5 +110,19 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     res.end(JSON.stringify(verdict.body));
   }
 
-  return Object.assign(sentinelRateLimit, { limiter: http.limiter, close: http.close });
+  function route(own: RouteRateLimitOptions): RateLimitMiddleware {
+    const { handler: ownHandler = handler, ...ownLimits } = adapterOptions(own, 'route options');
+    const middleware = rateLimit({
+      ...mergeHttpLimiterOptions(limiterOptions, ownLimits),
+      handler: ownHandler,
+    });
+    routes.push(middleware);
+    return middleware;
+  }
+
+  async function close(): Promise<void> {
+    await Promise.all([http.close(), ...routes.map((middleware) => middleware.close())]);
+  }
+
+  return Object.assign(sentinelRateLimit, { limiter: http.limiter, route, close });
 }

@@ -1,5 +1,14 @@
 // The Fastify plugin: one request hook limits each route by its own options or the plugin's.
-import { createHttpLimiter, type HttpLimiter, mergeHttpLimiterOptions } from '@sentinel/core';
+import { createHttpLimiter, type HttpLimiter } from '@sentinel/core';
+import {
+  adapterOptions,
+  checkFunction,
+  checkOneOf,
+  describe,
+  fail,
+  handlerAnswers,
+  mergeHttpLimiterOptions,
+} from '@sentinel/core/internal';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import {
@@ -13,15 +22,10 @@ type Options = RouteRateLimitOptions;
 type RouteLimiter = HttpLimiter<FastifyRequest>;
 
 const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fastify, options) {
-  const { hook = 'onRequest', global = true, handler, ...base } = options;
-  if (!SENTINEL_HOOKS.includes(hook)) {
-    throw new TypeError(`@sentinel/fastify: \`hook\` must be one of ${SENTINEL_HOOKS.join(', ')}`);
-  }
-  if (typeof global !== 'boolean')
-    throw new TypeError('@sentinel/fastify: `global` must be a boolean');
-  if (handler !== undefined && typeof handler !== 'function') {
-    throw new TypeError('@sentinel/fastify: `handler` must be a function');
-  }
+  const { hook = 'onRequest', global = true, handler, ...base } = adapterOptions(options);
+  checkOneOf(hook, SENTINEL_HOOKS, 'hook');
+  if (typeof global !== 'boolean') fail('global', `must be true or false, got ${String(global)}`);
+  if (handler !== undefined) checkFunction(handler, 'handler');
   const limiters = new WeakMap<Options, RouteLimiter>();
   const built: RouteLimiter[] = [];
 
@@ -38,19 +42,19 @@ const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fast
   function routeLimiter(own: Options | false | undefined): RouteLimiter | undefined {
     if (own === undefined) return global ? build(base) : undefined;
     if (own === false) return undefined;
-    if (typeof own !== 'object' || own === null) {
-      throw new TypeError('@sentinel/fastify: `config.rateLimit` must be an object or false');
+    if (typeof own !== 'object' || own === null || Array.isArray(own)) {
+      fail('config.rateLimit', `must be an object or false, got ${describe(own)}`);
     }
     return build(own);
   }
 
   async function limit(limiter: RouteLimiter, request: FastifyRequest, reply: FastifyReply) {
     const verdict = await limiter.check(request);
-    request.rateLimit = verdict.decision ?? null;
+    request.rateLimit = verdict.decision;
     reply.headers(verdict.headers);
     if (verdict.action === 'next') return undefined;
     reply.code(verdict.status);
-    if (handler && verdict.reason === 'limited' && verdict.decision) {
+    if (handler && handlerAnswers(verdict)) {
       await handler(request, reply, verdict.decision);
     } else {
       reply.type('application/problem+json').send(verdict.body);
@@ -61,7 +65,8 @@ const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fast
   }
 
   if (global) build(base);
-  fastify.decorateRequest('rateLimit', null);
+  // Decorated up front, so every request has the property: undefined until a limit decides.
+  fastify.decorateRequest('rateLimit', undefined);
   fastify.decorate('rateLimit', function rateLimit(own?: Options): RateLimitHook {
     const limiter = build(own ?? base);
     return function sentinelRouteHook(request, reply) {

@@ -14,7 +14,7 @@ export type RouteRateLimitOptions = HttpLimiterOptions<FastifyRequest>;
 export const SENTINEL_HOOKS = ['onRequest', 'preParsing', 'preValidation', 'preHandler'] as const;
 export type SentinelHook = (typeof SENTINEL_HOOKS)[number];
 
-/** Answers a request over its limit instead of the 429 problem; status and headers are set. */
+/** Answers a request refused by its limits instead of the problem body; status and headers are set. */
 export type RefusalHandler = (
   request: FastifyRequest,
   reply: FastifyReply,
@@ -34,9 +34,10 @@ export interface SentinelOptions extends HttpLimiterOptions<FastifyRequest> {
    */
   global?: boolean;
   /**
-   * Answers a request over its limit instead of the 429 problem+json body, and must send the
-   * reply. The status (429) and the RateLimit and Retry-After headers are already set. A 401 for
-   * a rejected API key and a 503 when failing closed keep their problem bodies.
+   * Answers a request refused by its limits instead of the problem+json body, and must send the
+   * reply. The status (429, or 403 for a cost larger than a limit) and the RateLimit headers (and
+   * `Retry-After` with a 429) are already set. A 401 for a rejected API key and a 503 when failing
+   * closed keep their problem bodies.
    * @example (request, reply, decision) => reply.send({ error: 'slow down', policy: decision.policy })
    */
   handler?: RefusalHandler;
@@ -59,7 +60,10 @@ declare module 'fastify' {
     rateLimit(options?: RouteRateLimitOptions): RateLimitHook;
   }
   interface FastifyRequest {
-    /** The decision of the last limit this request went through; null when none applied. */
-    rateLimit: Decision | null;
+    /**
+     * The decision of the last limit this request went through; undefined when that one made
+     * none (skipped, allow-listed, not identified) or none applied.
+     */
+    rateLimit: Decision | undefined;
   }
 }

@@ -41,7 +41,7 @@ app.get<{ Querystring: { q: string } }>(
   '/typed',
   { onRequest: app.rateLimit({ limit: 5, window: '1s' }), preHandler: [app.rateLimit()] },
   async (request) => {
-    const decision: Decision | null = request.rateLimit;
+    const decision: Decision | undefined = request.rateLimit;
     const remaining: number | undefined = request.rateLimit?.remaining;
     const config: RouteRateLimitOptions | false | undefined = request.routeOptions.config.rateLimit;
     return { q: request.query.q, decision, remaining, config };

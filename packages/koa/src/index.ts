@@ -5,53 +5,52 @@ import {
   type HttpLimiterOptions,
   type Limiter,
 } from '@sentinel/core';
+import {
+  adapterOptions,
+  checkFunction,
+  handlerAnswers,
+  mergeHttpLimiterOptions,
+} from '@sentinel/core/internal';
 import type { Context, Middleware, Next } from 'koa';
 
-export {
-  type Algorithm,
-  type ApiKeyOptions,
-  type ApiKeyTenant,
-  byApiKey,
-  byHeader,
-  byIp,
-  chain,
-  type Decision,
-  type HeaderFormat,
-  type Identifier,
-  type IdentifyResult,
-  type Identity,
-  type IpOptions,
-  MemoryStore,
-  type PolicyDecision,
-  type PolicyOptions,
-  type ProblemDetails,
-  RedisStore,
-  SentinelError,
-  type TierOptions,
-  type Window,
-} from '@sentinel/core';
+export * from '@sentinel/core/adapter';
 
 declare module 'koa' {
   interface DefaultState {
-    /** The decision for this request; absent when it was skipped, allow-listed or not identified. */
+    /**
+     * The decision of the last `rateLimit()` this request passed; undefined when that one made
+     * none (skipped, allow-listed, not identified) or none ran.
+     */
     rateLimit?: Decision;
   }
 }
 
 export interface RateLimitOptions extends HttpLimiterOptions<Context> {
   /**
-   * Answers a request over its limit (a 429) instead of the problem+json body. The RateLimit
-   * headers and `Retry-After` are set already; set `ctx.status` and `ctx.body` as you like.
+   * Answers a request refused by its limits instead of the problem+json body: a 429, or a 403 for
+   * a cost larger than a limit. The status and RateLimit headers (and `Retry-After` with a 429)
+   * are set already; set `ctx.status` and `ctx.body` as you like. A 401 for a rejected API key
+   * and a 503 when failing closed keep their problem bodies.
    * @example (ctx, decision) => { ctx.status = 429; ctx.body = { retryIn: decision.retryAfterMs } }
    */
   handler?: (ctx: Context, decision: Decision) => void | Promise<void>;
 }
 
+/** A route's options, layered over those of the middleware whose `route()` takes them. */
+export type RouteRateLimitOptions = Partial<RateLimitOptions>;
+
 /** The middleware, plus the limiter behind it. */
 export interface RateLimitMiddleware extends Middleware {
   /** The core limiter, for `peek` and `reset`. */
   readonly limiter: Limiter;
-  /** Stops timers and closes the stores the limiter created; a Redis client you passed stays open. */
+  /**
+   * A middleware for one route, its options layered over these as Fastify's
+   * `config.rateLimit` layers them: a route naming its own policies or store replaces these.
+   * Used instead of this middleware it replaces it for the route; used after it, both count.
+   * @example router.post('/search', limit.route({ group: 'search', cost: 5 }), search)
+   */
+  route(options: RouteRateLimitOptions): RateLimitMiddleware;
+  /** Stops timers and closes the stores the limiter and its routes created; a Redis client you passed stays open. */
   close(): Promise<void>;
 }
 
@@ -60,29 +59,37 @@ export interface RateLimitMiddleware extends Middleware {
  * Errors thrown downstream pass through untouched, to Koa's error handling.
  * @example app.use(rateLimit({ redis, tiers: { FREE: { limit: 10, window: '1m' } } }))
  */
-export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
-  const { handler, ...httpOptions } = options;
-  if (handler !== undefined && typeof handler !== 'function') {
-    throw new TypeError('@sentinel/koa: `handler` must be a function');
-  }
+export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
+  const { handler, ...httpOptions } = adapterOptions(options);
+  if (handler !== undefined) checkFunction(handler, 'handler');
   const http = createHttpLimiter<Context>(httpOptions);
+  const routes: RateLimitMiddleware[] = [];
 
   async function sentinelRateLimit(ctx: Context, next: Next): Promise<void> {
     const verdict = await http.check(ctx);
-    if (verdict.decision !== undefined) ctx.state.rateLimit = verdict.decision;
+    ctx.state.rateLimit = verdict.decision;
     ctx.set(verdict.headers);
     // Not wrapped: whatever downstream throws is Koa's to handle, exactly as thrown.
     if (verdict.action === 'next') return next();
-    if (handler !== undefined && verdict.reason === 'limited' && verdict.decision !== undefined) {
-      return handler(ctx, verdict.decision);
-    }
     ctx.status = verdict.status;
+    if (handler !== undefined && handlerAnswers(verdict)) return handler(ctx, verdict.decision);
     ctx.type = 'application/problem+json';
     ctx.body = JSON.stringify(verdict.body);
   }
 
-  return Object.assign(sentinelRateLimit, {
-    limiter: http.limiter,
-    close: () => http.close(),
-  });
+  function route(own: RouteRateLimitOptions): RateLimitMiddleware {
+    const { handler: ownHandler = handler, ...ownLimits } = adapterOptions(own, 'route options');
+    const middleware = rateLimit({
+      ...mergeHttpLimiterOptions(httpOptions, ownLimits),
+      handler: ownHandler,
+    });
+    routes.push(middleware);
+    return middleware;
+  }
+
+  async function close(): Promise<void> {
+    await Promise.all([http.close(), ...routes.map((middleware) => middleware.close())]);
+  }
+
+  return Object.assign(sentinelRateLimit, { limiter: http.limiter, route, close });
 }

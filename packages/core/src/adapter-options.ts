@@ -1,0 +1,37 @@
+// The checks and rules every adapter applies the same way, so the three fail and answer alike.
+import type { Verdict } from './http/http-limiter.ts';
+import type { Decision } from './types.ts';
+import { describe, fail } from './validation.ts';
+
+/**
+ * The options an adapter was given, checked to be an object. None (undefined or null) counts as
+ * empty, as Fastify makes it for a plugin, so all three adapters then fail alike, naming what is
+ * missing; and a non-object fails here, by name, rather than deep in a destructuring.
+ */
+export function adapterOptions<T extends object>(options: T | undefined, option = 'options'): T {
+  if (options === undefined || options === null) return {} as T;
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    fail(
+      option,
+      `must be an object such as { limit: 100, window: '1m' }, got ${describe(options)}`,
+    );
+  }
+  return options;
+}
+
+/** A refusal whose decision a custom `handler` may answer. */
+export type HandledRefusal = Extract<Verdict, { action: 'respond' }> & { decision: Decision };
+
+/**
+ * Whether a custom `handler` answers this verdict instead of Sentinel: a refusal by the limits
+ * (for now, or for a cost no wait admits). A rejected API key and failing closed keep their
+ * problem bodies, since neither is about the caller's budget.
+ */
+export function handlerAnswers(verdict: Verdict): verdict is HandledRefusal {
+  return (
+    verdict.action === 'respond' &&
+    verdict.decision !== undefined &&
+    verdict.reason !== 'unauthorized' &&
+    verdict.reason !== 'unavailable'
+  );
+}

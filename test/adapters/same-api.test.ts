@@ -1,0 +1,190 @@
+// The three adapters offer one API: the same names from core, the same errors for bad options, and
+// the same value for "no decision".
+import type { Decision } from '@sentinel/core';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import * as fromCore from '../../packages/core/src/adapter.ts';
+import * as express from '../../packages/express/src/index.ts';
+import { express5, serve as serveExpress } from '../../packages/express/test/apps.ts';
+import * as fastify from '../../packages/fastify/src/index.ts';
+import { Fastify } from '../../packages/fastify/test/framework.ts';
+import * as koa from '../../packages/koa/src/index.ts';
+import { Koa, serve as serveKoa } from '../../packages/koa/test/apps.ts';
+
+/** Each adapter's own exports; everything else it exports comes from core. */
+const ADAPTERS = [
+  { name: 'express', module: express, own: ['rateLimit'] },
+  { name: 'koa', module: koa, own: ['rateLimit'] },
+  { name: 'fastify', module: fastify, own: ['sentinel', 'default', 'SENTINEL_HOOKS'] },
+] as const;
+
+describe('the three adapters', () => {
+  it.each(ADAPTERS)('re-export exactly the names of core/adapter from $name', ({ module, own }) => {
+    const reExported = Object.keys(module).filter(
+      (name) => !(own as readonly string[]).includes(name),
+    );
+    expect(reExported.sort()).toEqual(Object.keys(fromCore).sort());
+    for (const name of reExported) {
+      expect(module[name as keyof typeof module], name).toBe(
+        fromCore[name as keyof typeof fromCore],
+      );
+    }
+  });
+
+  it('export the same types from core, the store options and error types included', () => {
+    // Checked by the compiler: a type missing from one adapter fails the typecheck.
+    expectTypeOf<koa.Limiter>().toEqualTypeOf<express.Limiter>();
+    expectTypeOf<fastify.Limiter>().toEqualTypeOf<express.Limiter>();
+    expectTypeOf<koa.MemoryStoreOptions>().toEqualTypeOf<fastify.MemoryStoreOptions>();
+    expectTypeOf<koa.RedisStoreOptions>().toEqualTypeOf<fastify.RedisStoreOptions>();
+    expectTypeOf<koa.SentinelErrorCode>().toEqualTypeOf<fastify.SentinelErrorCode>();
+    expectTypeOf<koa.StoreErrorMode>().toEqualTypeOf<fastify.StoreErrorMode>();
+    expectTypeOf<koa.StoreErrorMode>().toEqualTypeOf<express.StoreErrorMode>();
+  });
+
+  it('export the same names from core, including the store options and error types', () => {
+    const names = ADAPTERS.map(({ module, own }) =>
+      Object.keys(module)
+        .filter((name) => !(own as readonly string[]).includes(name))
+        .sort(),
+    );
+    expect(names[1]).toEqual(names[0]);
+    expect(names[2]).toEqual(names[0]);
+    expect(names[0]).toEqual(
+      expect.arrayContaining(['MemoryStore', 'RedisStore', 'SentinelError']),
+    );
+  });
+});
+
+/** Builds each adapter with `options`: the message of the TypeError it throws, or undefined. */
+const CONSTRUCT = {
+  express: async (options: unknown) => void express.rateLimit(options as never),
+  koa: async (options: unknown) => void koa.rateLimit(options as never),
+  fastify: async (options: unknown) => {
+    const app = Fastify();
+    try {
+      await app.register(fastify.sentinel, options as never);
+      await app.ready();
+    } finally {
+      await app.close().catch(() => {});
+    }
+  },
+};
+
+async function failure(build: (options: unknown) => Promise<void>, options: unknown) {
+  try {
+    await build(options);
+  } catch (error) {
+    expect(error).toBeInstanceOf(TypeError);
+    return (error as Error).message;
+  }
+  return undefined;
+}
+
+const BAD_OPTIONS: ReadonlyArray<[string, unknown, RegExp]> = [
+  ['no options', undefined, /`policies` is required/],
+  ['empty options', {}, /`policies` is required/],
+  ['options that are not an object', 'limit=10', /`options` must be an object/],
+  ['a list instead of options', [{ limit: 1, window: '1m' }], /`options` must be an object/],
+  ['a misspelt option', { limit: 1, window: '1m', onLimted: () => {} }, /`onLimted`/],
+  [
+    'a handler that is not a function',
+    { limit: 1, window: '1m', handler: 'teapot' },
+    /`handler` must be a function/,
+  ],
+  ['a bad core option', { limit: 1, window: '1m', headers: 'draft-99' }, /`headers`/],
+];
+
+describe('bad options', () => {
+  it.each(BAD_OPTIONS)(
+    'throw the same TypeError from every adapter for %s',
+    async (_, options, message) => {
+      const messages = await Promise.all(
+        Object.values(CONSTRUCT).map((build) => failure(build, options)),
+      );
+      expect(messages[0]).toMatch(message);
+      expect(messages).toEqual([messages[0], messages[0], messages[0]]);
+    },
+  );
+
+  it.each([
+    ['express', express.rateLimit],
+    ['koa', koa.rateLimit],
+  ] as const)(
+    "throw a TypeError from %s's route() for options that are not an object",
+    async (_, rateLimit) => {
+      const limit = rateLimit({ limit: 1, window: '1m' });
+      expect(() => limit.route('cost=5' as never)).toThrow(/`route options` must be an object/);
+      await limit.close();
+    },
+  );
+});
+
+/** What a route saw as the decision: its type, so that undefined and null stay apart. */
+interface Seen {
+  type: string;
+  isNull: boolean;
+}
+const seen = (value: Decision | null | undefined): Seen => ({
+  type: typeof value,
+  isNull: value === null,
+});
+
+/** An app of each adapter: `/` limited with `options`, `/open` with no limit at all. */
+const APPS = {
+  async express(options: express.RateLimitOptions) {
+    const app = express5.app();
+    const limit = express.rateLimit(options);
+    app.get('/open', (req, res) => void res.json(seen(req.rateLimit)));
+    app.use(limit);
+    app.get('/', (req, res) => void res.json(seen(req.rateLimit)));
+    const served = await serveExpress(app);
+    return { url: served.url, close: () => served.close().then(() => limit.close()) };
+  },
+  async koa(options: koa.RateLimitOptions) {
+    const app = new Koa();
+    const limit = koa.rateLimit(options);
+    const answer = async (ctx: Koa.Context) => {
+      ctx.body = seen(ctx.state.rateLimit);
+    };
+    app.use(async function route(ctx) {
+      if (ctx.path === '/open') return answer(ctx);
+      return limit(ctx, () => answer(ctx));
+    });
+    const served = await serveKoa(app);
+    return { url: served.url, close: () => served.close().then(() => limit.close()) };
+  },
+  async fastify(options: fastify.SentinelOptions) {
+    const app = Fastify();
+    await app.register(fastify.sentinel, options);
+    app.get('/', async (request) => seen(request.rateLimit));
+    app.get('/open', { config: { rateLimit: false } }, async (request) => seen(request.rateLimit));
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    return { url, close: () => app.close() };
+  },
+};
+
+async function get(url: string): Promise<Seen> {
+  const response = await fetch(url);
+  expect(response.status).toBe(200);
+  return (await response.json()) as Seen;
+}
+
+describe('"no decision"', () => {
+  it.each(Object.keys(APPS) as (keyof typeof APPS)[])(
+    'is undefined on %s, for a skipped request and for a route no limit covers',
+    async (name) => {
+      const limited = await APPS[name]({ limit: 5, window: '1m' });
+      const skipped = await APPS[name]({ limit: 5, window: '1m', skip: () => true });
+      try {
+        // The positive control: a decision, where one is made, is what the route sees.
+        expect(await get(`${limited.url}/`)).toEqual({ type: 'object', isNull: false });
+        const undecided = { type: 'undefined', isNull: false };
+        expect(await get(`${skipped.url}/`)).toEqual(undecided);
+        expect(await get(`${limited.url}/open`)).toEqual(undecided);
+      } finally {
+        await limited.close();
+        await skipped.close();
+      }
+    },
+  );
+});
