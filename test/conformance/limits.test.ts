@@ -1,7 +1,11 @@
 // Limits over HTTP: the limit then 429, the decision routes see, per-route limits, cost, groups.
 import { expect, it } from 'vitest';
 import { COST_EXCEEDS_LIMIT } from '../../packages/core/src/http/problem.ts';
-import { QUOTA_EXCEEDED, type RequestLike } from '../../packages/core/src/index.ts';
+import {
+  type HttpLimiterOptions,
+  QUOTA_EXCEEDED,
+  type RequestLike,
+} from '../../packages/core/src/index.ts';
 import { manualClock } from '../../packages/core/test/stores.ts';
 import { uniquePrefix } from '../harness/clients.ts';
 import {
@@ -154,6 +158,14 @@ conformance((driver, storeName) => {
     const cheap = await app.get('/');
     expect(cheap.status).toBe(200);
     expect(exposed(cheap)?.policies.map((p) => p.remaining)).toEqual([9, 2]);
+  });
+
+  it('refuses an option it does not know at start-up, naming it and the likely one', async () => {
+    const { options } = useStore(storeName);
+    const typo = { ...options, limit: 3, window: '1m', onLimted: () => {} } as HttpLimiterOptions;
+    await expect(startApp(driver, { options: typo })).rejects.toThrow(
+      /`onLimted` is not an option: did you mean `onLimited`\?/,
+    );
   });
 
   it('makes the routes of one group share a single budget, apart from other routes', async () => {

@@ -301,6 +301,40 @@ describe('options', () => {
   });
 });
 
+describe('unknown options', () => {
+  it.each([
+    [{ onLimted: () => {} }, /`onLimted` is not an option: did you mean `onLimited`\?/],
+    [{ identfy: () => null }, /`identfy` is not an option: did you mean `identify`\?/],
+    [{ allowlist: [] }, /`allowlist` is not an option: did you mean `allowList`\?/],
+    [{ onStoreErrors: 'deny' }, /`onStoreErrors`.*`onStoreError`/],
+    [{ windowMs: 60_000 }, /`windowMs`.*`window`/],
+  ])('throw a TypeError naming them: %j', (extra, message) => {
+    const create = () => createHttpLimiter({ tiers: FREE, ...(extra as object) });
+    expect(create).toThrow(TypeError);
+    expect(create).toThrow(message);
+  });
+
+  it('include none of the options either layer takes', () => {
+    const limiter = createHttpLimiter({
+      tiers: FREE,
+      prefix: `http-${++tests}`,
+      identify: () => null,
+      headers: ['draft-6', 'legacy'],
+      cost: 2,
+      group: 'all-known',
+      skip: () => false,
+      allowList: [],
+      onLimited: () => {},
+      onError: () => {},
+      mode: 'shadow',
+      onStoreError: 'local',
+      breaker: false,
+      clock: Date.now,
+    });
+    expect(limiter.limiter).toBeDefined();
+  });
+});
+
 describe('callbacks', () => {
   it('that throw never change the verdict: onLimited goes to onError, onError to a warning', async () => {
     const errors: string[] = [];

@@ -1,7 +1,14 @@
 // The options createHttpLimiter adds to createLimiter's: their types, and their checks, run once.
-import type { LimiterOptions } from '../limiter.ts';
+import { LIMITER_OPTION_NAMES, type LimiterOptions } from '../limiter.ts';
 import type { Decision } from '../types.ts';
-import { checkFunction, checkOneOf, checkPositiveInteger, describe, fail } from '../validation.ts';
+import {
+  checkFunction,
+  checkOneOf,
+  checkPositiveInteger,
+  describe,
+  fail,
+  rejectUnknownOptions,
+} from '../validation.ts';
 import { ipMatcher } from './client-ip.ts';
 import { type HeaderFormat, resolveHeaderFormats } from './headers.ts';
 import { byApiKey, byIp, chain, type Identifier, type RequestLike } from './identity.ts';
@@ -54,6 +61,9 @@ const HTTP_ONLY = {
 /** The option names createHttpLimiter takes besides createLimiter's. */
 export const HTTP_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(HTTP_ONLY));
 
+/** Every option createHttpLimiter takes: a typo of any of them is named, with the likely name. */
+const KNOWN = new Set([...LIMITER_OPTION_NAMES, ...HTTP_OPTION_NAMES]);
+
 /** The options as a request needs them, checked. */
 export interface HttpSettings<Req> {
   identify: Identifier<Req>;
@@ -80,7 +90,10 @@ const MODES = ['enforce', 'shadow'] as const;
 export function resolveHttpOptions<Req extends RequestLike>(
   options: HttpLimiterOptions<Req>,
 ): HttpSettings<Req> {
-  if (typeof options !== 'object' || options === null) fail('options', 'must be an object');
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    fail('options', `must be an object, got ${describe(options)}`);
+  }
+  rejectUnknownOptions(options, KNOWN, '@sentinel/core');
   const {
     identify = chain<Req>(byApiKey(), byIp()),
     headers = 'draft-11',
