@@ -1,5 +1,5 @@
 // Prints decisions for a FREE and a PRO tenant, from the memory store and, if reachable, Redis.
-import { createLimiter, type Limiter } from '@sentinel/core';
+import { createLimiter, LIMITER_CLIENT_OPTIONS, type Limiter } from '@sentinel/core';
 import { Redis } from 'ioredis';
 
 const tiers = {
@@ -38,11 +38,14 @@ await show('Memory store (the default):', memory);
 await memory.close();
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+// The settings a limiter wants (see "ioredis settings" in the README), connecting only once here:
+// the example checks whether Redis answers rather than waiting for it.
 const redis = new Redis(url, {
+  ...LIMITER_CLIENT_OPTIONS,
   lazyConnect: true,
   retryStrategy: () => null,
-  enableOfflineQueue: false,
 });
+// Without a listener, ioredis reports every failed connection as an unhandled error event.
 redis.on('error', () => {});
 try {
   await redis.connect();

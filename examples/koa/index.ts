@@ -1,6 +1,5 @@
 // A Koa API limited per tenant: FREE 10/min, PRO 100/min with a 20/s burst, ENTERPRISE 1000/min.
 import { byApiKey, byIp, chain, rateLimit } from '@sentinel/koa';
-import { Redis } from 'ioredis';
 import Koa from 'koa';
 
 // Stands in for your database of issued API keys; Sentinel caches the answers.
@@ -10,11 +9,12 @@ const API_KEYS: Record<string, { tenant: string; tier: string }> = {
   'enterprise-key': { tenant: 'initech', tier: 'ENTERPRISE' },
 };
 
-// Redis makes the limits hold across every instance; without it each process counts alone.
-const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL) : undefined;
+// With REDIS_URL the limits hold across every instance, over a client with the settings a limiter
+// wants (built, listened to and closed by Sentinel); without it each process counts alone.
+const redisUrl = process.env.REDIS_URL;
 
 const limiter = rateLimit({
-  redis,
+  redisUrl,
   tiers: {
     FREE: { name: 'free-minute', limit: 10, window: '1m' },
     PRO: [
@@ -38,11 +38,11 @@ app.use((ctx) => {
 
 const port = Number(process.env.PORT ?? 3000);
 const server = app.listen(port, () => {
-  console.log(`Koa on http://localhost:${port}, counting ${redis ? 'in Redis' : 'in memory'}`);
+  console.log(`Koa on http://localhost:${port}, counting ${redisUrl ? 'in Redis' : 'in memory'}`);
   console.log(`Try: curl -i -H 'x-api-key: pro-key' http://localhost:${port}/`);
 });
 
 process.once('SIGINT', () => {
   server.close();
-  void limiter.close().then(() => redis?.quit());
+  void limiter.close();
 });
