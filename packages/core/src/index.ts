@@ -1,4 +1,6 @@
 // @sentinel/core: atomic distributed rate limiting, against Redis or in memory.
+// These exports are the public API. The scripts, the evaluator, the connection wrapper and the
+// header serialisers stay internal; adapters build on @sentinel/core/internal.
 export type { CircuitBreakerOptions } from './circuit-breaker.ts';
 export { SentinelError, type SentinelErrorCode } from './errors.ts';
 export { fingerprint, storageIdentity } from './fingerprint.ts';
@@ -11,15 +13,12 @@ export {
   type HeaderFormat,
   legacyHeaders,
   rateLimitHeaders,
-  resolveHeaderFormats,
   retryAfterSeconds,
-  sfString,
 } from './http/headers.ts';
 export {
   createHttpLimiter,
   type HttpLimiter,
   type HttpLimiterOptions,
-  mergeHttpLimiterOptions,
   type Verdict,
 } from './http/http-limiter.ts';
 export {
@@ -39,14 +38,11 @@ export { type ProblemDetails, QUOTA_EXCEEDED } from './http/problem.ts';
 export { createLimiter, type Limiter, type LimiterOptions } from './limiter.ts';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
 export { createRedisClient, LIMITER_CLIENT_OPTIONS } from './redis-client.ts';
-export {
-  type IoredisLikeClient,
-  type NodeRedisLikeClient,
-  type RedisConnection,
-  type SupportedRedisClient,
-  toRedisConnection,
+export type {
+  IoredisLikeClient,
+  NodeRedisLikeClient,
+  SupportedRedisClient,
 } from './redis-connection.ts';
 export { type RedisClient, RedisStore, type RedisStoreOptions } from './redis-store.ts';
-export { EPOCH_MS, type LuaScript, type ScriptName, scripts } from './scripts.generated.ts';
 export * from './types.ts';
 export { formatWindow, parseWindow } from './window.ts';
