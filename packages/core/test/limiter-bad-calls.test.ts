@@ -1,6 +1,7 @@
 // consume, peek and reset answer a bad key and an unknown tier alike, on every store.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLimiter, type SentinelError } from '../src/index.ts';
+import { recordWarnings } from './construction-errors.ts';
 import { limiterOn, manualClock, STORES } from './stores.ts';
 
 const TIERS = {
@@ -61,15 +62,7 @@ describe.each(STORES)('with the %s store', (store) => {
 });
 
 describe('an onError that throws', () => {
-  let warnings: Error[] = [];
-  const listen = (warning: Error) => warnings.push(warning);
-  beforeEach(() => {
-    warnings = [];
-    process.on('warning', listen);
-  });
-  afterEach(() => {
-    process.off('warning', listen);
-  });
+  const warnings = recordWarnings();
 
   it('still gets its decision, and the throw becomes a process warning', async () => {
     const limiter = createLimiter({
@@ -81,8 +74,8 @@ describe('an onError that throws', () => {
     const decision = await limiter.consume('tenant', { tier: 'GOLD' });
     expect(decision).toMatchObject({ allowed: true, degraded: 'allow' });
     await expect(limiter.reset('tenant', { tier: 'GOLD' })).resolves.toBeUndefined();
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(warnings.map((w) => w.message)).toEqual([
+    await warnings.settled();
+    expect(warnings.list.map((w) => w.message)).toEqual([
       '@sentinel/core: onError threw: logger down',
       '@sentinel/core: onError threw: logger down',
     ]);

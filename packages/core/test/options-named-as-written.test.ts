@@ -2,16 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import { connect, uniquePrefix } from '../../../test/harness/clients.ts';
 import { createLimiter, type LimiterOptions, RedisStore } from '../src/index.ts';
+import { constructionError } from './construction-errors.ts';
 
-function messageOf(options: unknown): string {
-  try {
-    createLimiter(options as LimiterOptions);
-  } catch (error) {
-    expect(error).toBeInstanceOf(TypeError);
-    return (error as TypeError).message;
-  }
-  throw new Error('createLimiter accepted the options');
-}
+const messageOf = (options: unknown) =>
+  constructionError(() => createLimiter(options as LimiterOptions));
 
 describe('the single-policy shorthand', () => {
   it.each([

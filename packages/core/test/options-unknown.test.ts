@@ -5,16 +5,9 @@ import { createLimiter, type LimiterOptions, RedisStore } from '../src/index.ts'
 import { LIMITER_OPTION_NAMES } from '../src/limiter.ts';
 import { PEER_OPTION_NAMES } from '../src/peer-option-names.ts';
 import { rejectUnknownFields, rejectUnknownOptions } from '../src/validation.ts';
+import { constructionError } from './construction-errors.ts';
 
-function messageOf(build: () => unknown): string {
-  try {
-    build();
-  } catch (error) {
-    expect(error).toBeInstanceOf(TypeError);
-    return (error as TypeError).message;
-  }
-  throw new Error('the options were accepted');
-}
+const messageOf = constructionError;
 
 const limiterError = (options: Record<string, unknown>) =>
   messageOf(() => createLimiter(options as LimiterOptions));

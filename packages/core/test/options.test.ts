@@ -9,16 +9,10 @@ import {
   RedisStore,
   type SentinelError,
 } from '../src/index.ts';
+import { constructionError } from './construction-errors.ts';
 
-function rejects(options: unknown): string {
-  try {
-    createLimiter(options as LimiterOptions);
-  } catch (error) {
-    expect(error).toBeInstanceOf(TypeError);
-    return (error as TypeError).message;
-  }
-  throw new Error('createLimiter accepted the options');
-}
+const rejects = (options: unknown) =>
+  constructionError(() => createLimiter(options as LimiterOptions));
 
 describe('createLimiter rejects at construction', () => {
   it.each([

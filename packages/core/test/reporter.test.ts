@@ -1,22 +1,10 @@
 // The onError reporter: every error reaches onError, a throwing onError warns, none warns once.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SentinelError } from '../src/errors.ts';
 import { createReporter } from '../src/reporter.ts';
+import { recordWarnings } from './construction-errors.ts';
 
-let warnings: Error[] = [];
-const listen = (warning: Error) => warnings.push(warning);
-
-beforeEach(() => {
-  warnings = [];
-  process.on('warning', listen);
-});
-
-afterEach(() => {
-  process.off('warning', listen);
-});
-
-/** process.emitWarning emits on the next tick. */
-const ticked = () => new Promise((resolve) => setImmediate(resolve));
+const warnings = recordWarnings();
 
 describe('createReporter', () => {
   it('hands every error to onError, with its context, and warns about none', async () => {
@@ -25,12 +13,12 @@ describe('createReporter', () => {
     const failure = new SentinelError('STORE_FAILED', 'boom');
     report(failure, 'a');
     report(failure, 'b');
-    await ticked();
+    await warnings.settled();
     expect(seen).toEqual([
       [failure, 'a'],
       [failure, 'b'],
     ]);
-    expect(warnings).toEqual([]);
+    expect(warnings.list).toEqual([]);
   });
 
   it('wraps what is not an Error in a plain Error that keeps it as the cause', () => {
@@ -48,8 +36,8 @@ describe('createReporter', () => {
     }, '@sentinel/core');
     expect(() => report(new Error('first'))).not.toThrow();
     report(new Error('second'));
-    await ticked();
-    expect(warnings.map((w) => w.message)).toEqual([
+    await warnings.settled();
+    expect(warnings.list.map((w) => w.message)).toEqual([
       '@sentinel/core: onError threw: logger down',
       '@sentinel/core: onError threw: logger down',
     ]);
@@ -61,8 +49,8 @@ describe('createReporter', () => {
     one(new Error('first'));
     one(new Error('second'));
     two('third');
-    await ticked();
-    expect(warnings.map((w) => [w.name, w.message])).toEqual([
+    await warnings.settled();
+    expect(warnings.list.map((w) => [w.name, w.message])).toEqual([
       ['SentinelWarning', '@sentinel/core: first (further errors are silent without onError)'],
       ['SentinelWarning', '@sentinel/express: third (further errors are silent without onError)'],
     ]);
