@@ -1,5 +1,9 @@
 // The checks and rules every adapter applies the same way, so the three fail and answer alike.
-import type { Verdict } from './http/http-limiter.ts';
+import {
+  type HttpLimiterOptions,
+  mergeHttpLimiterOptions,
+  type Verdict,
+} from './http/http-limiter.ts';
 import type { Decision } from './types.ts';
 import { describe, fail } from './validation.ts';
 
@@ -34,4 +38,41 @@ export function handlerAnswers(verdict: Verdict): verdict is HandledRefusal {
     verdict.reason !== 'unauthorized' &&
     verdict.reason !== 'unavailable'
   );
+}
+
+/** The `route()` and `close()` an Express or Koa middleware carries. */
+export interface RouteLayering<Options, Middleware> {
+  /** A middleware for one route: the route's options layered over the app's, `handler` included. */
+  route(own: Partial<Options>): Middleware;
+  /** Closes the app's limiter and every middleware `route()` made. */
+  close(): Promise<void>;
+}
+
+/**
+ * Per-route layering for middleware adapters, with core's merge: a route naming its own policies
+ * or store replaces the app's, and one naming its own `handler` answers with it.
+ */
+export function routeLayering<
+  Options extends object,
+  Middleware extends { close(): Promise<void> },
+>(
+  options: Options,
+  build: (options: Options) => Middleware,
+  closeLimiter: () => Promise<void>,
+): RouteLayering<Options, Middleware> {
+  const routes: Middleware[] = [];
+  return {
+    route(own) {
+      const layered = mergeHttpLimiterOptions(
+        options as HttpLimiterOptions<never>,
+        adapterOptions(own as object, 'route options'),
+      );
+      const middleware = build(layered as Options);
+      routes.push(middleware);
+      return middleware;
+    },
+    async close() {
+      await Promise.all([closeLimiter(), ...routes.map((middleware) => middleware.close())]);
+    },
+  };
 }

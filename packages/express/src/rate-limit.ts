@@ -9,7 +9,7 @@ import {
   adapterOptions,
   checkFunction,
   handlerAnswers,
-  mergeHttpLimiterOptions,
+  routeLayering,
 } from '@sentinel/core/internal';
 import type { NextFunction, Request, Response } from 'express';
 
@@ -77,10 +77,10 @@ function writeHeaders(res: Response, headers: Record<string, string>): void {
  * @example app.use(rateLimit({ redis, tiers: { FREE: { limit: 10, window: '1m' } } }))
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const { handler, ...limiterOptions } = adapterOptions(options);
+  const resolved = adapterOptions(options);
+  const { handler, ...limiterOptions } = resolved;
   if (handler !== undefined) checkFunction(handler, 'handler');
   const http = createHttpLimiter<Request>(limiterOptions);
-  const routes: RateLimitMiddleware[] = [];
 
   async function sentinelRateLimit(req: Request, res: Response, next: NextFunction) {
     let verdict: Awaited<ReturnType<typeof http.check>>;
@@ -110,19 +110,6 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     res.end(JSON.stringify(verdict.body));
   }
 
-  function route(own: RouteRateLimitOptions): RateLimitMiddleware {
-    const { handler: ownHandler = handler, ...ownLimits } = adapterOptions(own, 'route options');
-    const middleware = rateLimit({
-      ...mergeHttpLimiterOptions(limiterOptions, ownLimits),
-      handler: ownHandler,
-    });
-    routes.push(middleware);
-    return middleware;
-  }
-
-  async function close(): Promise<void> {
-    await Promise.all([http.close(), ...routes.map((middleware) => middleware.close())]);
-  }
-
-  return Object.assign(sentinelRateLimit, { limiter: http.limiter, route, close });
+  const layering = routeLayering(resolved, rateLimit, http.close);
+  return Object.assign(sentinelRateLimit, { limiter: http.limiter, ...layering });
 }

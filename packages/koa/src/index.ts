@@ -9,7 +9,7 @@ import {
   adapterOptions,
   checkFunction,
   handlerAnswers,
-  mergeHttpLimiterOptions,
+  routeLayering,
 } from '@sentinel/core/internal';
 import type { Context, Middleware, Next } from 'koa';
 
@@ -60,10 +60,10 @@ export interface RateLimitMiddleware extends Middleware {
  * @example app.use(rateLimit({ redis, tiers: { FREE: { limit: 10, window: '1m' } } }))
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const { handler, ...httpOptions } = adapterOptions(options);
+  const resolved = adapterOptions(options);
+  const { handler, ...httpOptions } = resolved;
   if (handler !== undefined) checkFunction(handler, 'handler');
   const http = createHttpLimiter<Context>(httpOptions);
-  const routes: RateLimitMiddleware[] = [];
 
   async function sentinelRateLimit(ctx: Context, next: Next): Promise<void> {
     const verdict = await http.check(ctx);
@@ -77,19 +77,6 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     ctx.body = JSON.stringify(verdict.body);
   }
 
-  function route(own: RouteRateLimitOptions): RateLimitMiddleware {
-    const { handler: ownHandler = handler, ...ownLimits } = adapterOptions(own, 'route options');
-    const middleware = rateLimit({
-      ...mergeHttpLimiterOptions(httpOptions, ownLimits),
-      handler: ownHandler,
-    });
-    routes.push(middleware);
-    return middleware;
-  }
-
-  async function close(): Promise<void> {
-    await Promise.all([http.close(), ...routes.map((middleware) => middleware.close())]);
-  }
-
-  return Object.assign(sentinelRateLimit, { limiter: http.limiter, route, close });
+  const layering = routeLayering(resolved, rateLimit, http.close);
+  return Object.assign(sentinelRateLimit, { limiter: http.limiter, ...layering });
 }
