@@ -1,6 +1,8 @@
 // limit.route() on Express 5 and 4: a route's options layered over the app's, in place of its limit or on top.
 import type { Express } from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { RouteBody } from '../../../test/adapters/driver.ts';
+import { getMany as replies } from '../../../test/adapters/replies.ts';
 import { uniquePrefix } from '../../../test/harness/clients.ts';
 import { MemoryStore, type RateLimitMiddleware, rateLimit } from '../src/index.ts';
 import { answer, EXPRESS_VERSIONS, type ExpressVersion, serve } from './apps.ts';
@@ -10,25 +12,9 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-interface Reply {
-  status: number;
-  policy: string | null;
-  remaining: number | undefined;
-}
-
-async function getMany(url: string, times: number): Promise<Reply[]> {
-  const replies: Reply[] = [];
-  for (let i = 0; i < times; i++) {
-    const response = await fetch(url);
-    const body = (await response.json()) as { rateLimit?: { remaining: number } | null };
-    replies.push({
-      status: response.status,
-      policy: response.headers.get('ratelimit-policy'),
-      remaining: body.rateLimit?.remaining,
-    });
-  }
-  return replies;
-}
+/** GETs `url` `times` over, reading the remaining count `answer` shows. */
+const getMany = (url: string, times: number) =>
+  replies(url, times, (body) => (body as RouteBody).rateLimit?.remaining);
 
 describe.each(EXPRESS_VERSIONS)('route() on $name', (version: ExpressVersion) => {
   /** The app-wide middleware: 3 a minute, on a store and prefix of its own. */

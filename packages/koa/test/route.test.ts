@@ -1,31 +1,15 @@
 // limit.route() on Koa 3 and 2: a route's options layered over the app's, in place of its limit or on top.
 import type Koa from 'koa';
 import { describe, expect, it } from 'vitest';
+import { getMany as replies } from '../../../test/adapters/replies.ts';
 import { uniquePrefix } from '../../../test/harness/clients.ts';
 import { type RateLimitMiddleware, type RateLimitOptions, rateLimit } from '../src/index.ts';
 import { KOA_VERSIONS, serve } from './apps.ts';
 import { closeLater } from './stores.ts';
 
-interface Reply {
-  status: number;
-  policy: string | null;
-  remaining: number | undefined;
-}
-
-async function getMany(url: string, times: number): Promise<Reply[]> {
-  const replies: Reply[] = [];
-  for (let i = 0; i < times; i++) {
-    const response = await fetch(url);
-    const text = await response.text();
-    const body = response.ok ? (JSON.parse(text) as { remaining?: number }) : {};
-    replies.push({
-      status: response.status,
-      policy: response.headers.get('ratelimit-policy'),
-      remaining: body.remaining,
-    });
-  }
-  return replies;
-}
+/** GETs `url` `times` over, reading the remaining count `answer` shows. */
+const getMany = (url: string, times: number) =>
+  replies(url, times, (body) => (body as { remaining?: number }).remaining);
 
 /** What every route answers: the remaining count of the decision it was shown. */
 async function answer(ctx: Koa.Context): Promise<void> {
