@@ -68,7 +68,7 @@ const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fast
   // Decorated up front, so every request has the property: undefined until a limit decides.
   fastify.decorateRequest('rateLimit', undefined);
   fastify.decorate('rateLimit', function rateLimit(own?: Options): RateLimitHook {
-    const limiter = build(own ?? base);
+    const limiter = build(own === undefined ? base : adapterOptions(own, 'app.rateLimit options'));
     return function sentinelRouteHook(request, reply) {
       return limit(limiter, request, reply);
     };
