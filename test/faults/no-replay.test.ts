@@ -6,9 +6,9 @@ import { afterEach, expect, it } from 'vitest';
 import {
   createRedisClient,
   type HttpLimiterOptions,
-  scripts,
   storageIdentity,
 } from '../../packages/core/src/index.ts';
+import { scripts } from '../../packages/core/src/scripts.generated.ts';
 import { driver as express } from '../adapters/express.ts';
 import type { RedisProcess } from '../harness/redis-server.ts';
 import { type FaultApp, faultApp, ownRedis } from './apps.ts';

@@ -2,7 +2,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { EPOCH_MS, type Identifier } from '../../packages/core/src/index.ts';
+import type { Identifier } from '../../packages/core/src/index.ts';
+import { EPOCH_MS } from '../../packages/core/src/scripts.generated.ts';
 import type { RedisProcess } from '../harness/redis-server.ts';
 import { codes, DRIVERS, type FaultApp, faultApp, ownRedis, untilLimiting } from './apps.ts';
 import { identities, latencies, now, percentile, sentBetween, startLoad } from './load.ts';

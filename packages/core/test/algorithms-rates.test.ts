@@ -1,7 +1,7 @@
 // Token bucket and GCRA refill rates on every store: slow rates keep partial tokens, fractional rates stay exact.
 import { describe, expect, it } from 'vitest';
 import { connect } from '../../../test/harness/clients.ts';
-import { EPOCH_MS } from '../src/index.ts';
+import { EPOCH_MS } from '../src/scripts.generated.ts';
 import { limiterOn, manualClock, STORES } from './stores.ts';
 
 const RATE_ALGORITHMS = ['token-bucket', 'gcra'] as const;

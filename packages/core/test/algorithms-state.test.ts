@@ -6,10 +6,10 @@ import {
   ALGORITHMS,
   type Algorithm,
   createLimiter,
-  EPOCH_MS,
   MemoryStore,
   type Window,
 } from '../src/index.ts';
+import { EPOCH_MS } from '../src/scripts.generated.ts';
 import { limiterOn, manualClock, STORES } from './stores.ts';
 
 const REDIS_STORES = STORES.filter((store) => store !== 'memory');

@@ -1,7 +1,8 @@
 // The window algorithms on every store: epoch-aligned fixed windows, the weighted sliding counter, the exact log.
 import { describe, expect, it } from 'vitest';
 import { connect, uniquePrefix } from '../../../test/harness/clients.ts';
-import { type Algorithm, EPOCH_MS, type Limiter, type Window } from '../src/index.ts';
+import type { Algorithm, Limiter, Window } from '../src/index.ts';
+import { EPOCH_MS } from '../src/scripts.generated.ts';
 import { limiterOn, manualClock, STORES, type StoreName } from './stores.ts';
 
 function setup(store: StoreName, algorithm: Algorithm, limit: number, window: Window) {

@@ -1,6 +1,7 @@
 // Header formats as pure functions: exact strings per draft, combinations, and Retry-After rounding.
 import { parseList } from 'structured-headers';
 import { describe, expect, it } from 'vitest';
+import { resolveHeaderFormats, sfString } from '../src/http/headers.ts';
 import {
   type Decision,
   draft6Headers,
@@ -9,9 +10,7 @@ import {
   legacyHeaders,
   type PolicyDecision,
   rateLimitHeaders,
-  resolveHeaderFormats,
   retryAfterSeconds,
-  sfString,
 } from '../src/index.ts';
 
 function policy(overrides: Partial<PolicyDecision>): PolicyDecision {

@@ -4,14 +4,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENTS, connect, uniquePrefix } from '../../../test/harness/clients.ts';
 import { type RedisProcess, startRedis } from '../../../test/harness/redis-server.ts';
-import {
-  ALGORITHMS,
-  createLimiter,
-  RedisStore,
-  type ScriptName,
-  type SentinelError,
-  scripts,
-} from '../src/index.ts';
+import { ALGORITHMS, createLimiter, RedisStore, type SentinelError } from '../src/index.ts';
+import { type ScriptName, scripts } from '../src/scripts.generated.ts';
 
 const run = promisify(execFile);
 
