@@ -1,7 +1,7 @@
 // Limits over HTTP: the limit then 429, the decision routes see, per-route limits, cost, groups.
 import { expect, it } from 'vitest';
-import { COST_EXCEEDS_LIMIT } from '../../packages/core/src/http/problem.ts';
 import {
+  COST_EXCEEDS_LIMIT,
   type HttpLimiterOptions,
   QUOTA_EXCEEDED,
   type RequestLike,

@@ -7,6 +7,8 @@ export {
   byApiKey,
   byHeader,
   byIp,
+  COST_EXCEEDS_LIMIT,
+  COST_EXCEEDS_LIMIT_STATUS,
   chain,
   createRedisClient,
   type Decision,

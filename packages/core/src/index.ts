@@ -34,7 +34,13 @@ export {
   type IpOptions,
   type RequestLike,
 } from './http/identity.ts';
-export { type ProblemDetails, QUOTA_EXCEEDED } from './http/problem.ts';
+export {
+  COST_EXCEEDS_LIMIT,
+  COST_EXCEEDS_LIMIT_STATUS,
+  type ProblemDetails,
+  QUOTA_EXCEEDED,
+} from './http/problem.ts';
+export type { RefusalReason } from './http/verdict.ts';
 export { createLimiter, type Limiter, type LimiterOptions } from './limiter.ts';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
 export { createRedisClient, LIMITER_CLIENT_OPTIONS } from './redis-client.ts';

@@ -1,8 +1,8 @@
 // createHttpLimiter: the verdicts every adapter turns into responses, from the memory store.
 import { describe, expect, it } from 'vitest';
-import { COST_EXCEEDS_LIMIT } from '../src/http/problem.ts';
 import {
   byApiKey,
+  COST_EXCEEDS_LIMIT,
   createHttpLimiter,
   type Decision,
   type HttpLimiterOptions,
