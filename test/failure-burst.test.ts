@@ -1,38 +1,16 @@
 // Bursts against a healthy Redis must be counted, not degraded: cold start, NOSCRIPT, busy Redis.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis, RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import {
   type Algorithm,
   createLimiter,
   type Decision,
   type Limiter,
-  type LimiterOptions,
   type SentinelError,
 } from '../packages/core/src/index.ts';
 import { uniquePrefix } from './harness/clients.ts';
-import { clientOf, owned, ownServer } from './harness/own-redis.ts';
-
-function limiterOn(client: Redis, options: Partial<LimiterOptions>) {
-  const errors: SentinelError[] = [];
-  const limiter = createLimiter({
-    redis: client,
-    prefix: uniquePrefix('burst'),
-    // A day-long window: no refill or window change can blur the exact counts below.
-    window: '1d',
-    onError: (error) => errors.push(error),
-    ...options,
-  } as LimiterOptions);
-  owned(limiter);
-  /** Loads the scripts and proves the store healthy; errors before this do not count. */
-  async function warmUp(): Promise<void> {
-    for (let i = 0; i < 20; i++) {
-      if ((await limiter.consume('warm-up')).degraded === undefined) break;
-    }
-    errors.length = 0;
-  }
-  return { limiter, errors, warmUp };
-}
+import { clientOf, limiterOn, owned, ownServer } from './harness/own-redis.ts';
 
 function fire(limiter: Limiter, key: string, count: number): Promise<Decision[]> {
   return Promise.all(Array.from({ length: count }, () => limiter.consume(key)));

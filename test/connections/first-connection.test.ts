@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLimiter, type Decision, type SentinelError } from '../../packages/core/src/index.ts';
 import { NODE_REDIS, unconnected } from '../harness/client-libraries.ts';
 import { connect, uniquePrefix } from '../harness/clients.ts';
+import { STEADY } from '../harness/connection-checks.ts';
 import { type RedisProcess, startRedis } from '../harness/redis-server.ts';
 
 let server: RedisProcess;
@@ -37,9 +38,7 @@ describe.each(NODE_REDIS)('a %s client the user has yet to connect', (library) =
       limit: 2,
       window: '1d',
       connectTimeout: 5_000,
-      onError: (error) => {
-        throw error;
-      },
+      ...STEADY,
     });
     const early = limiter.consume('tenant');
     await sleep(300);
@@ -90,9 +89,7 @@ describe.each(['ioredis 6', 'ioredis 5', 'iovalkey'] as const)('a lazy %s client
       limit: 2,
       window: '1d',
       connectTimeout: 5_000,
-      onError: (error) => {
-        throw error;
-      },
+      ...STEADY,
     });
     const decision = await limiter.consume('tenant');
     expect(decision).toMatchObject({ allowed: true, remaining: 1 });

@@ -1,32 +1,16 @@
 // Nothing is lost with the client redisUrl builds: calls that failed open never count late, nor are re-sent.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createLimiter, type Limiter, type SentinelError } from '../../packages/core/src/index.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { createLimiter, type SentinelError } from '../../packages/core/src/index.ts';
 import { connect, uniquePrefix } from '../harness/clients.ts';
 import { commandCalls } from '../harness/connection-checks.ts';
-import { type RedisProcess, startRedis } from '../harness/redis-server.ts';
-
-const servers: RedisProcess[] = [];
-const limiters: Limiter[] = [];
-afterEach(async () => {
-  for (const server of servers) server.resume();
-  await Promise.all(limiters.splice(0).map((limiter) => limiter.close()));
-  await Promise.all(servers.splice(0).map((server) => server.stop()));
-});
-
-async function waitFor(what: string, condition: () => Promise<boolean>, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`);
-    await sleep(20);
-  }
-}
+import { owned, ownServer } from '../harness/own-redis.ts';
+import { waitFor } from '../harness/wait-for.ts';
 
 /** A server of the test's own, and a limiter on the client Sentinel builds for its URL. */
 async function limiterOnUrl() {
-  const server = await startRedis();
-  servers.push(server);
+  const server = await ownServer();
   const prefix = uniquePrefix('lost');
   const errors: SentinelError[] = [];
   // No breaker: every call below must go to the store and meet the connection as it is.
@@ -38,7 +22,7 @@ async function limiterOnUrl() {
     breaker: false,
     onError: (error) => errors.push(error),
   });
-  limiters.push(limiter);
+  owned(limiter);
   // Connected, and the script loaded.
   expect((await limiter.consume('warm-up')).degraded).toBeUndefined();
   const keyOf = (tenant: string) => `${prefix}:{${tenant}}:5-per-1d:token-bucket`;
@@ -68,8 +52,9 @@ describe('the client built from redisUrl', () => {
     await server.restart();
     // The client reconnects by itself (its retry delay is at most 200 ms).
     await waitFor(
-      'the limiter reaching Redis again',
       async () => (await limiter.consume('probe')).degraded === undefined,
+      5_000,
+      'the limiter reaching Redis again',
     );
     // Time for anything queued or kept for re-sending to arrive.
     await sleep(500);
@@ -110,7 +95,7 @@ describe('the client built from redisUrl', () => {
     expect(decision).toMatchObject({ allowed: true, degraded: 'allow' });
     expect(errors.map((error) => error.code)).toEqual(['STORE_TIMEOUT']);
     server.resume();
-    await waitFor('Redis answering', async () => (await admin.ping()) === 'PONG');
+    await waitFor(async () => (await admin.ping()) === 'PONG', 5_000, 'Redis answering');
     await sleep(300);
     expect({
       evalsha: await commandCalls([admin], 'evalsha'),
@@ -131,7 +116,7 @@ describe('the client built from redisUrl', () => {
     expect(decision).toMatchObject({ allowed: true, degraded: 'allow' });
     expect(errors.map((error) => error.code)).toEqual(['STORE_TIMEOUT']);
     server.resume();
-    await waitFor('Redis answering', async () => (await admin.ping()) === 'PONG');
+    await waitFor(async () => (await admin.ping()) === 'PONG', 5_000, 'Redis answering');
     await sleep(300);
     // The EVALSHA met NOSCRIPT after the caller had given up: the script was not sent, and
     // nothing was consumed.

@@ -7,6 +7,7 @@ import { connect, uniquePrefix } from '../harness/clients.ts';
 import { admittedOf, STEADY } from '../harness/connection-checks.ts';
 import { type RedisCluster, startCluster } from '../harness/redis-cluster.ts';
 import { type RedisProcess, startRedis } from '../harness/redis-server.ts';
+import { waitFor } from '../harness/wait-for.ts';
 
 let server: RedisProcess;
 let cluster: RedisCluster;
@@ -31,14 +32,6 @@ afterAll(async () => {
 async function connections(admins: readonly Redis[]): Promise<number> {
   const lists = await Promise.all(admins.map((a) => a.client('LIST') as Promise<string>));
   return lists.reduce((sum, list) => sum + list.trim().split('\n').length, 0);
-}
-
-async function waitFor(what: string, condition: () => Promise<boolean>, ms = 3_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`);
-    await sleep(20);
-  }
 }
 
 const urls = () => cluster.nodes.map((node) => node.url);
@@ -90,7 +83,11 @@ describe('a limiter given redisUrl', () => {
     await limiter.consume('tenant');
     expect(await connections([admin])).toBe(before + 1);
     await limiter.close();
-    await waitFor('the connection closing', async () => (await connections([admin])) === before);
+    await waitFor(
+      async () => (await connections([admin])) === before,
+      5_000,
+      'the connection closing',
+    );
     // And it stays gone: a quit client does not reconnect.
     await sleep(700);
     expect(await connections([admin])).toBe(before);
@@ -103,8 +100,9 @@ describe('a limiter given redisUrl', () => {
     expect(await connections(nodeAdmins)).toBeGreaterThanOrEqual(before + 3);
     await limiter.close();
     await waitFor(
-      'the connections closing',
       async () => (await connections(nodeAdmins)) === before,
+      5_000,
+      'the connections closing',
     );
   });
 

@@ -69,7 +69,10 @@ export async function timed<T>(promise: Promise<T>): Promise<{ value: T; ms: num
   return { value, ms: performance.now() - started };
 }
 
-/** A limiter of 10 a day on `client` that records its errors, closed after the test. */
+/**
+ * A limiter on `client` that records its errors, closed after the test: 10 a day unless
+ * `options` say otherwise. A day-long window: no refill or window change blurs exact counts.
+ */
 export function limiterOn(client: Redis, options: Partial<LimiterOptions> = {}) {
   const errors: SentinelError[] = [];
   const prefix = uniquePrefix('failure');

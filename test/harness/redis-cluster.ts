@@ -4,10 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { freePort, type RedisProcess, startRedis } from './redis-server.ts';
+import { waitForValue } from './wait-for.ts';
 
 const run = promisify(execFile);
 
@@ -111,21 +111,6 @@ function owner(view: readonly ClusterNodeView[], slot: number): ClusterNodeView 
   );
 }
 
-/** Polls `probe` until it finds something; a probe that throws (a node going away) finds nothing. */
-async function waitFor<T>(
-  what: string,
-  timeoutMs: number,
-  probe: () => Promise<T | null | false>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await probe().catch(() => null);
-    if (found !== null && found !== false) return found;
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms`);
-    await sleep(25);
-  }
-}
-
 /**
  * Starts a cluster node. Its bus port is a free port of its own: the default, port + 10000,
  * does not exist for ports above 55535, which the OS hands out too.
@@ -224,19 +209,23 @@ async function buildCluster({
     });
     // Usable once every node serves all slots, knows every other node, and replicas are synced:
     // a failover before the first sync would have nothing to promote.
-    await waitFor('the cluster becoming ready', 30_000, async () => {
-      for (const node of nodes) {
-        if (!(await isOk(node))) return false;
-        const view = await viewOf(node);
-        const replicated = view.filter((n) => n.role === 'replica').length === masters * replicas;
-        if (view.length !== nodes.length || !replicated || view.some((n) => n.failing))
-          return false;
-        const replication = await admin(node).info('replication');
-        if (replication.includes('role:slave') && !replication.includes('master_link_status:up'))
-          return false;
-      }
-      return true;
-    });
+    await waitForValue(
+      async () => {
+        for (const node of nodes) {
+          if (!(await isOk(node))) return false;
+          const view = await viewOf(node);
+          const replicated = view.filter((n) => n.role === 'replica').length === masters * replicas;
+          if (view.length !== nodes.length || !replicated || view.some((n) => n.failing))
+            return false;
+          const replication = await admin(node).info('replication');
+          if (replication.includes('role:slave') && !replication.includes('master_link_status:up'))
+            return false;
+        }
+        return true;
+      },
+      30_000,
+      'the cluster becoming ready',
+    );
   } catch (error) {
     await discard();
     throw error;
@@ -288,10 +277,10 @@ async function buildCluster({
       const former = master && byPort(master.port);
       if (slot === undefined || !former) throw new Error(`port ${replica.port} is no replica`);
       await admin(replica).cluster('FAILOVER');
-      await waitFor(
-        'the manual failover',
-        timeoutMs,
+      await waitForValue(
         async () => (await agreedMaster(slot, former)) === replica,
+        timeoutMs,
+        'the manual failover',
       );
     },
     async kill(node) {
@@ -308,7 +297,7 @@ async function buildCluster({
       alive.add(node);
     },
     waitForNewMaster: (slot, former, timeoutMs = 20_000) =>
-      waitFor(`a new master for slot ${slot}`, timeoutMs, () => agreedMaster(slot, former)),
+      waitForValue(() => agreedMaster(slot, former), timeoutMs, `a new master for slot ${slot}`),
     async configSet(parameter, value) {
       await Promise.all([...alive].map((node) => admin(node).config('SET', parameter, value)));
     },
