@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
 import { createLimiter, type SentinelError } from '../../packages/core/src/index.ts';
 import { connect, uniquePrefix } from '../harness/clients.ts';
-import { commandCalls } from '../harness/connection-checks.ts';
+import { commandCalls, printedByUnheardClient } from '../harness/connection-checks.ts';
 import { owned, ownServer } from '../harness/own-redis.ts';
 import { waitFor } from '../harness/wait-for.ts';
 
@@ -77,6 +77,9 @@ describe('the client built from redisUrl', () => {
         String(args[0]).includes('Unhandled error event'),
       );
       expect(unhandled).toHaveLength(0);
+      // The spy would have caught them: a client without a listener is heard in the same time.
+      const control = await printedByUnheardClient(printed, 1_200);
+      expect(control.some((line) => line.includes('Unhandled error event'))).toBe(true);
     } finally {
       printed.mockRestore();
     }

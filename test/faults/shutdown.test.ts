@@ -2,8 +2,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterEach, expect, it, vi } from 'vitest';
+import { createRedisClient } from '../../packages/core/src/index.ts';
 import { driver as express } from '../adapters/express.ts';
 import { driver as koa } from '../adapters/koa.ts';
+import { printedByUnheardClient } from '../harness/connection-checks.ts';
 import { faultApp, ownRedis } from './apps.ts';
 
 afterEach(() => {
@@ -23,6 +25,9 @@ it('writes nothing to the console while its client reconnects to a Redis that is
   const lines = logged.mock.calls.map((args) => args.map(String).join(' ').split('\n')[0]);
   expect(lines).toEqual([]);
   expect(app.failures.length).toBeGreaterThan(0);
+  // The spy would have caught them: a client without a listener is heard in the same time.
+  const control = await printedByUnheardClient(logged, 700);
+  expect(control.some((line) => line.includes('Unhandled error event'))).toBe(true);
 });
 
 it('closes the client it built from redisUrl when the app closes while Redis is down', async () => {
@@ -30,17 +35,21 @@ it('closes the client it built from redisUrl when the app closes while Redis is 
   const app = await faultApp(express, server);
   await server.stop();
   expect((await app.get('user')).degraded).toBe('allow');
+  // The positive control: a client with the same settings, left open, reconnecting as well.
+  const control = createRedisClient(server.url, { connectionName: 'control' });
   await app.close();
   await server.restart();
-  // A client still reconnecting would be back within its 200 ms backoff.
+  // A client still reconnecting would be back within its 200 ms backoff, as the control is.
   await sleep(1_200);
   const admin = new Redis(server.url);
   try {
     const clients = ((await admin.client('LIST')) as string).trim().split('\n');
     // Every connection but this one, which is running CLIENT LIST.
-    expect(clients.filter((line) => !line.includes(' cmd=client|list '))).toEqual([]);
+    const others = clients.filter((line) => !line.includes(' cmd=client|list '));
+    expect(others.map((line) => /\bname=(\S*)/.exec(line)?.[1])).toEqual(['control']);
   } finally {
     admin.disconnect();
+    control.disconnect();
   }
 });
 

@@ -1,5 +1,6 @@
 // Checks the connection suites repeat for every client library: counts, command statistics, an adapter's answers.
-import type { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import {
   ALGORITHMS,
@@ -12,6 +13,7 @@ import {
 } from '../../packages/core/src/index.ts';
 import { driver } from '../adapters/express.ts';
 import { uniquePrefix } from './clients.ts';
+import { freePort } from './redis-server.ts';
 
 /** Counts are what these suites measure: any store error fails the test, rather than degrading. */
 export const STEADY = {
@@ -19,6 +21,24 @@ export const STEADY = {
     throw error;
   },
 };
+
+/**
+ * The positive control of a quiet console: what an ioredis client with no 'error' listener
+ * prints while it reconnects for `ms` to a port where nothing listens. `printed` is the spy on
+ * console.error that the quiet check reads; returns the lines it caught meanwhile.
+ */
+export async function printedByUnheardClient(
+  printed: { mock: { calls: unknown[][] } },
+  ms: number,
+): Promise<string[]> {
+  const before = printed.mock.calls.length;
+  const client = new Redis(await freePort(), '127.0.0.1', {
+    retryStrategy: (attempt) => Math.min(attempt * 50, 200),
+  });
+  await sleep(ms);
+  client.disconnect();
+  return printed.mock.calls.slice(before).map((args) => args.map(String).join(' '));
+}
 
 /** Whether each of `tries` calls, made one after another, was admitted. */
 export async function admittedOf(
