@@ -34,6 +34,13 @@ async function connections(admins: readonly Redis[]): Promise<number> {
   return lists.reduce((sum, list) => sum + list.trim().split('\n').length, 0);
 }
 
+/** The id of the connection named `name` (CLIENT LIST), if it is open. */
+async function connectionId(admin: Redis, name: string): Promise<string | undefined> {
+  const list = (await admin.client('LIST')) as string;
+  const line = list.split('\n').find((entry) => entry.includes(` name=${name} `));
+  return line ? /\bid=(\d+)/.exec(line)?.[1] : undefined;
+}
+
 const urls = () => cluster.nodes.map((node) => node.url);
 
 describe('a limiter given redisUrl', () => {
@@ -91,6 +98,17 @@ describe('a limiter given redisUrl', () => {
     // And it stays gone: a quit client does not reconnect.
     await sleep(700);
     expect(await connections([admin])).toBe(before);
+    // The positive control: a client of the same settings whose connection the server drops is
+    // back within the same 700 ms.
+    const control = createRedisClient(server.url, { connectionName: 'control' });
+    built.push(control);
+    await waitFor(async () => (await connectionId(admin, 'control')) !== undefined);
+    const dropped = await connectionId(admin, 'control');
+    await admin.client('KILL', 'ID', String(dropped));
+    await sleep(700);
+    const again = await connectionId(admin, 'control');
+    expect(again).toBeDefined();
+    expect(again).not.toBe(dropped);
   });
 
   it('quits every node connection of the Cluster client it built on close()', async () => {
@@ -116,6 +134,10 @@ describe('a limiter given redisUrl', () => {
     expect(client.status).toBe('ready');
     expect(await client.ping()).toBe('PONG');
     expect(await connections([admin])).toBe(before);
+    // The positive control: a connection that does close is gone within the same 200 ms.
+    await client.quit();
+    await sleep(200);
+    expect(await connections([admin])).toBe(before - 1);
   });
 
   it('rejects URLs that are not redis:// or rediss://, and redisUrl beside redis', () => {
