@@ -9,3 +9,15 @@ local EPOCH_MS = 1704067200000
 --   returns allowed (1|0), remaining, reset_ms (until full again), retry_ms (0 if allowed, -1 never)
 --   and writes the new state only when apply is true and the request is allowed.
 local ALGORITHMS = {}
+
+-- The fixed-point units of the rate algorithms, the twin of src/algorithms/fixed-point.ts:
+-- returns `token`, the units a token is worth, and `rate`, the units a millisecond adds. Both
+-- are divided by gcd(limit, window) when limit * window would pass 2^53, so that a full bucket,
+-- limit * token units, stays an exact integer; smaller policies keep the units (and the stored
+-- state) of earlier versions. math.fmod is exact where Lua's % rounds.
+local function scale(limit, window)
+  if limit * window <= 9007199254740991 then return window, limit end
+  local a, b = limit, window
+  while b ~= 0 do a, b = b, math.fmod(a, b) end
+  return window / a, limit / a
+end

@@ -1,5 +1,7 @@
 // Validates policies and tiers once, at construction, into the plans the hot path runs.
+import { divisorOf } from './algorithms/fixed-point.ts';
 import { ALGORITHMS, type Algorithm, type ResolvedPolicy, type TierOptions } from './types.ts';
+import { checkOneOf, checkPositiveInteger, describe, fail } from './validation.ts';
 import { formatWindow, parseWindow } from './window.ts';
 
 /** Everything one consume needs for a tier, computed once. */
@@ -14,51 +16,86 @@ export interface Plan {
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
-function fail(option: string, problem: string): never {
-  throw new TypeError(`@sentinel/core: \`${option}\` ${problem}`);
-}
+/**
+ * The most entries a sliding-window-log keeps per identity: one per admitted unit of cost, about
+ * 30 bytes each in Redis, so a larger limit is a memory bill rather than a rate limit.
+ */
+export const MAX_LOG_LIMIT = 10_000;
+
+/** A field of a policy in errors: bare for the top-level shorthand (`option` ''), else dotted. */
+const field = (option: string, name: string) => (option === '' ? name : `${option}.${name}`);
 
 function resolvePolicy(input: unknown, option: string, tier: string | undefined): ResolvedPolicy {
-  if (typeof input !== 'object' || input === null) fail(option, 'must be a policy object');
-  const { name, limit, window, algorithm = 'token-bucket' } = input as Record<string, unknown>;
-  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
-    fail(`${option}.limit`, `must be a positive integer, got ${String(limit)}`);
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    fail(option || 'policies', `must be a policy object, got ${describe(input)}`);
   }
+  const { name, limit, window, algorithm = 'token-bucket' } = input as Record<string, unknown>;
+  checkPositiveInteger(limit, field(option, 'limit'));
   const windowMs = parseWindow(window);
   if (windowMs === undefined) {
     fail(
-      `${option}.window`,
-      `must be positive whole milliseconds or a string like '10s', '1m' or '1h', got ${JSON.stringify(window)}`,
+      field(option, 'window'),
+      `must be positive whole milliseconds or a string like '10s', '1m' or '1h', got ${describe(window)}`,
     );
   }
-  if (!ALGORITHMS.includes(algorithm as Algorithm)) {
-    fail(
-      `${option}.algorithm`,
-      `must be one of ${ALGORITHMS.join(', ')}, got ${String(algorithm)}`,
-    );
-  }
-  // The scripts keep state in fixed point, limit × window units per window: it must stay exact.
-  if (limit * windowMs > Number.MAX_SAFE_INTEGER) {
-    fail(`${option}.limit`, 'times the window in milliseconds must not exceed 2^53 - 1');
-  }
+  checkOneOf(algorithm, ALGORITHMS, field(option, 'algorithm'));
+  checkScale(limit, windowMs, algorithm, option);
   const fallback = `${tier ? `${tier.toLowerCase()}-` : ''}${limit}-per-${formatWindow(windowMs)}`;
   const resolvedName = name ?? fallback;
   if (typeof resolvedName !== 'string' || !NAME.test(resolvedName)) {
-    fail(`${option}.name`, 'must be 1 to 64 letters, digits, `_`, `-` or `.`');
+    fail(field(option, 'name'), 'must be 1 to 64 letters, digits, `_`, `-` or `.`');
   }
-  return { name: resolvedName, limit, windowMs, algorithm: algorithm as Algorithm };
+  return { name: resolvedName, limit, windowMs, algorithm };
 }
 
-/** Turns one policy or a list of them into a plan; `option` names them in errors. */
+/** Each algorithm's bound on a policy's size, so that its integers stay exact in Lua's doubles. */
+function checkScale(limit: number, windowMs: number, algorithm: Algorithm, option: string): void {
+  const limitOption = field(option, 'limit');
+  switch (algorithm) {
+    case 'fixed-window':
+      return;
+    case 'sliding-window-log':
+      if (limit > MAX_LOG_LIMIT) {
+        fail(
+          limitOption,
+          `is ${limit}, but sliding-window-log keeps one entry per request and allows at most ${MAX_LOG_LIMIT}; use 'sliding-window-counter' for large limits`,
+        );
+      }
+      return;
+    case 'sliding-window-counter':
+      // Weighted counts are kept multiplied by the window.
+      if (limit * windowMs > Number.MAX_SAFE_INTEGER) {
+        fail(
+          limitOption,
+          `times the window in milliseconds must not exceed 2^53 - 1 with sliding-window-counter; use 'fixed-window' for larger quotas`,
+        );
+      }
+      return;
+    default:
+      // A full bucket is lcm(limit, window) units once their common divisor is taken out.
+      if ((limit / divisorOf(limit, windowMs)) * windowMs > Number.MAX_SAFE_INTEGER) {
+        fail(
+          limitOption,
+          `of ${limit} per ${windowMs} ms needs more than 2^53 fixed-point units with ${algorithm}; a limit and window with a larger common divisor (round numbers) fit, or use 'fixed-window'`,
+        );
+      }
+  }
+}
+
+/**
+ * Turns one policy or a list of them into a plan. `option` names them in errors; '' names their
+ * fields bare, for the shorthand whose fields are top-level options.
+ */
 export function resolvePlan(input: TierOptions, option: string, tier?: string): Plan {
   const list = Array.isArray(input) ? input : [input];
-  if (list.length === 0) fail(option, 'must hold at least one policy');
+  if (list.length === 0) fail(option || 'policies', 'must hold at least one policy');
   const policies = list.map((p, i) =>
     resolvePolicy(p, Array.isArray(input) ? `${option}[${i}]` : option, tier),
   );
   const seen = new Set<string>();
   for (const { name } of policies) {
-    if (seen.has(name)) fail(option, `has two policies named '${name}'; give them distinct names`);
+    if (seen.has(name))
+      fail(option || 'policies', `has two policies named '${name}'; give them distinct names`);
     seen.add(name);
   }
   const first = policies[0] as ResolvedPolicy;

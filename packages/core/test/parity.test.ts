@@ -71,6 +71,28 @@ const op: fc.Arbitrary<Op> = fc.record({
   peek: fc.integer({ min: 0, max: 4 }).map((n) => n === 4),
 });
 const ops = fc.array(op, { minLength: 1, maxLength: 60, size: 'max' });
+// Quotas whose limit × window ms passes 2^53: up to 10^9 per up to 365 days, with costs to match.
+const DAY = 86_400_000;
+const largePolicyOf = (algorithm: Algorithm): fc.Arbitrary<Policy> =>
+  fc.record({
+    limit: fc.oneof(
+      fc.integer({ min: 1, max: 1_000 }).map((k) => k * 1_000_000),
+      fc.constantFrom(5_000_000, 10_000_000, 1_000_000_000),
+    ),
+    windowMs: fc.oneof(
+      fc.integer({ min: 1, max: 365 }).map((days) => days * DAY),
+      fc.constantFrom(30 * DAY, 365 * DAY),
+    ),
+    algorithm: fc.constant(algorithm),
+  });
+const largeOps = fc.array(
+  fc.record({
+    step,
+    cost: fc.oneof(fc.integer({ min: 1, max: 52 }), fc.integer({ min: 1, max: 1_000_000_002 })),
+    peek: fc.integer({ min: 0, max: 4 }).map((n) => n === 4),
+  }),
+  { minLength: 1, maxLength: 60, size: 'max' },
+);
 const start = fc.integer({ min: 0, max: 30 * 86_400_000 });
 const library = fc.constantFrom(...CLIENTS);
 
@@ -209,6 +231,22 @@ describe('the memory store and the Redis scripts', () => {
       { numRuns: RUNS },
     );
   });
+
+  it.each(['token-bucket', 'gcra', 'fixed-window'] as const)(
+    'make the same decisions for quotas up to 10^9 per 365 days with %s',
+    async (algorithm) => {
+      await fc.assert(
+        fc.asyncProperty(
+          largePolicyOf(algorithm).map((p) => [p]),
+          start,
+          largeOps,
+          library,
+          agree,
+        ),
+        { numRuns: RUNS },
+      );
+    },
+  );
 
   it('make the same decisions with several policies of one algorithm', async () => {
     await fc.assert(
