@@ -1,7 +1,7 @@
 // Compiles lua/*.lua into src/scripts.generated.ts, so nothing reads .lua files at runtime.
 // With --check it only verifies that the committed module is current, and fails if it is stale.
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -9,7 +9,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '../../..');
 const lua = (name) => readFileSync(join(root, 'lua', `${name}.lua`), 'utf8');
 const target = join(root, 'packages/core/src/scripts.generated.ts');
 
-// Keep in step with ALGORITHMS in src/types.ts.
+// The one list of algorithms: the generated module exports it as ALGORITHMS, which src/types.ts
+// re-exports and derives the Algorithm type from. The first is the default.
 const algorithms = [
   'token-bucket',
   'gcra',
@@ -17,6 +18,19 @@ const algorithms = [
   'sliding-window-counter',
   'sliding-window-log',
 ];
+// Every other lua/*.lua file is an algorithm, listed above, that registers under its own name.
+const files = readdirSync(join(root, 'lua'))
+  .filter((file) => file.endsWith('.lua'))
+  .map((file) => file.slice(0, -'.lua'.length))
+  .filter((name) => name !== 'prelude' && name !== 'evaluate');
+for (const name of files) {
+  if (!algorithms.includes(name)) throw new Error(`lua/${name}.lua is not in the algorithm list`);
+}
+for (const name of algorithms) {
+  if (!lua(name).includes(`ALGORITHMS['${name}'] = function`)) {
+    throw new Error(`lua/${name}.lua must register ALGORITHMS['${name}']`);
+  }
+}
 
 const prelude = lua('prelude');
 const evaluate = lua('evaluate');
@@ -34,6 +48,9 @@ const entries = [
 let out = '// Generated from lua/*.lua by packages/core/scripts/generate-lua.mjs. Do not edit.\n\n';
 out += "/** The scripts' epoch: their times are milliseconds since this Unix time. */\n";
 out += `export const EPOCH_MS = ${epoch};\n\n`;
+out +=
+  '/** The algorithms Sentinel runs, each atomically in one Redis script call and in memory. */\n';
+out += `export const ALGORITHMS = [\n${algorithms.map((name) => `  '${name}',\n`).join('')}] as const;\n\n`;
 out += 'export interface LuaScript {\n  readonly source: string;\n  readonly sha1: string;\n}\n\n';
 out += `export type ScriptName = ${entries.map(([name]) => `'${name}'`).join(' | ')};\n\n`;
 out += 'export const scripts: Readonly<Record<ScriptName, LuaScript>> = {\n';

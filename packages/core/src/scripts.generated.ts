@@ -3,6 +3,15 @@
 /** The scripts' epoch: their times are milliseconds since this Unix time. */
 export const EPOCH_MS = 1704067200000;
 
+/** The algorithms Sentinel runs, each atomically in one Redis script call and in memory. */
+export const ALGORITHMS = [
+  'token-bucket',
+  'gcra',
+  'fixed-window',
+  'sliding-window-counter',
+  'sliding-window-log',
+] as const;
+
 export interface LuaScript {
   readonly source: string;
   readonly sha1: string;

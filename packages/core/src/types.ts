@@ -1,14 +1,9 @@
 // Public types of @sentinel/core. Internal configuration types stay in the modules that use them.
 import type { SentinelError } from './errors.ts';
+import { ALGORITHMS } from './scripts.generated.ts';
 
-/** The algorithms Sentinel runs, each atomically in one Redis script call and in memory. */
-export const ALGORITHMS = [
-  'token-bucket',
-  'gcra',
-  'fixed-window',
-  'sliding-window-counter',
-  'sliding-window-log',
-] as const;
+// The list is generated with the scripts (scripts/generate-lua.mjs), so it cannot drift from lua/.
+export { ALGORITHMS };
 
 export type Algorithm = (typeof ALGORITHMS)[number];
 

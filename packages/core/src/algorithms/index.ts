@@ -7,6 +7,7 @@ import { slidingWindowLog } from './sliding-window-log.ts';
 import type { Evaluate } from './state.ts';
 import { tokenBucket } from './token-bucket.ts';
 
+// Typed by the generated list of algorithms: one missing here fails to compile.
 export const evaluators: Record<Algorithm, Evaluate> = {
   'token-bucket': tokenBucket,
   gcra,
