@@ -8,21 +8,27 @@ import type { StoreReply } from './types.ts';
 /** The wall-clock backstop of a call, in multiples of `timeout`. */
 export const BACKSTOP_TIMEOUTS = 10;
 
+/** One send of a call: when it went out, and the deadline it runs under. */
+export interface Send {
+  /** performance.now() when it went out. */
+  readonly at: number;
+  /** listeningTime() then. */
+  readonly listening: number;
+  /** performance.now() before which the store may not give up on it. */
+  readonly mayGiveUpAt: number;
+  /** The silence, in listening ms, after which it gives up. */
+  readonly deadline: number;
+}
+
 /** A call in flight: its server, when it was made and last sent, and whether anyone still waits. */
 export class RedisCall implements ScriptCall {
   readonly calledAt = performance.now();
   /** Its server, known once it is sent: a Cluster's slot table comes with its connection. */
   node: RedisNode | undefined;
-  /** performance.now() of the first send; NaN while held for the first connection. */
-  firstSentAt = Number.NaN;
-  /** performance.now() of the latest send. */
-  sentAt = Number.NaN;
-  /** listeningTime() then. */
-  sentListening = 0;
-  /** performance.now() before which the store may not give up on the latest send. */
-  mayGiveUpAt = Number.NaN;
-  /** The silence, in listening ms, after which the latest send gives up. */
-  deadline = Number.NaN;
+  /** performance.now() of the first send; undefined while held for the first connection. */
+  firstSentAt: number | undefined;
+  /** The latest send; undefined while held for the first connection. */
+  sent: Send | undefined;
   settled = false;
   /** The last deadline check found it overdue: the next one fails it if it still is. */
   suspect = false;
@@ -49,23 +55,27 @@ export class RedisCall implements ScriptCall {
 
   sending(): string {
     const node = this.node as RedisNode;
-    this.sentAt = performance.now();
-    if (Number.isNaN(this.firstSentAt)) this.firstSentAt = this.sentAt;
-    this.sentListening = listeningTime();
-    this.deadline = node.deadline(this.#timeout);
-    this.mayGiveUpAt = this.sentAt;
-    if (!this.#expires) return '';
+    const at = performance.now();
+    this.firstSentAt ??= at;
+    const listening = listeningTime();
+    const deadline = node.deadline(this.#timeout);
+    if (!this.#expires) {
+      this.sent = { at, listening, mayGiveUpAt: at, deadline };
+      return '';
+    }
     // Redis does nothing with the call once its clock reads past the deadline after the send,
     // taking the latest reading its clock may have. The store waits as much longer as that
     // reading is uncertain, so Redis has the whole deadline to run the call, and cannot run it
     // after the store has given up.
-    this.mayGiveUpAt = this.sentAt + this.deadline + node.clock.uncertainty;
-    return String(Math.floor(node.clock.latest(this.sentAt + this.deadline)));
+    const mayGiveUpAt = at + deadline + node.clock.uncertainty;
+    this.sent = { at, listening, mayGiveUpAt, deadline };
+    return String(Math.floor(node.clock.latest(at + deadline)));
   }
 
   // Counted from the first send: waiting for the first connection spends none of it.
   mayResend(): boolean {
-    return performance.now() - this.firstSentAt < this.#timeout * BACKSTOP_TIMEOUTS;
+    const first = this.firstSentAt;
+    return first !== undefined && performance.now() - first < this.#timeout * BACKSTOP_TIMEOUTS;
   }
 
   resolve(value: StoreReply): void {

@@ -1,5 +1,6 @@
 // One Redis server as the store sees it: when it was last heard, its clock, its script loads.
 import { listeningTime } from './listening-time.ts';
+import type { Send } from './redis-call.ts';
 import { ServerClock } from './server-clock.ts';
 
 /**
@@ -30,15 +31,15 @@ export class RedisNode {
   }
 
   /**
-   * Any reply, an error reply included, is a sign of life. A script's reply to a call that is
-   * still wanted also carries the server's clock, and tells how long the process waited for it.
+   * Any reply, an error reply included, is a sign of life. A script's reply to a send whose call
+   * is still wanted also carries the server's clock, and tells how long the process waited for it.
    */
-  heard(serverMs?: number, call?: { readonly sentAt: number; readonly sentListening: number }) {
+  heard(serverMs?: number, sent?: Pick<Send, 'at' | 'listening'>) {
     const now = performance.now();
     const listening = listeningTime();
-    if (serverMs !== undefined && call !== undefined) {
-      this.clock.observe(serverMs, call.sentAt, now);
-      const waited = listening - Math.max(call.sentListening, this.heardListening);
+    if (serverMs !== undefined && sent !== undefined) {
+      this.clock.observe(serverMs, sent.at, now);
+      const waited = listening - Math.max(sent.listening, this.heardListening);
       this.#longestWait = Math.max(waited, this.#recentLongestWait(now));
       this.#longestWaitAt = now;
     }

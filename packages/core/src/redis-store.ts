@@ -246,24 +246,24 @@ export class RedisStore implements Store {
    * the expiry it carries, so Redis cannot run it once it has been given up.
    */
   #overdue(call: RedisCall, now: number, listening: number): SentinelError | undefined {
-    const { node } = call;
-    if (node === undefined || Number.isNaN(call.sentAt)) {
+    const { node, sent } = call;
+    if (node === undefined || sent === undefined) {
       if (now - call.calledAt < this.#connectTimeout) return undefined;
       return new SentinelError(
         'STORE_UNAVAILABLE',
         `Redis did not connect within connectTimeout (${this.#connectTimeout} ms)`,
       );
     }
-    if (now < call.mayGiveUpAt) return undefined;
+    if (now < sent.mayGiveUpAt) return undefined;
     if (
       node.down ||
       !this.#client.isReady() ||
-      listening - Math.max(call.sentListening, node.heardListening) >= call.deadline ||
-      now - Math.max(call.sentAt, node.heardAt) >= this.#backstop
+      listening - Math.max(sent.listening, node.heardListening) >= sent.deadline ||
+      now - Math.max(sent.at, node.heardAt) >= this.#backstop
     ) {
       return new SentinelError(
         'STORE_TIMEOUT',
-        `Redis sent nothing for ${Math.round(call.deadline)} ms while this process waited for it`,
+        `Redis sent nothing for ${Math.round(sent.deadline)} ms while this process waited for it`,
       );
     }
     return undefined;

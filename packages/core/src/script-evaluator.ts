@@ -1,5 +1,6 @@
 // Runs a script by SHA: one load per server on NOSCRIPT, and a resend when Redis ran it too late.
 import { SentinelError } from './errors.ts';
+import type { Send } from './redis-call.ts';
 import type { RedisConnection } from './redis-connection.ts';
 import type { RedisNode } from './redis-node.ts';
 import type { LuaScript } from './scripts.generated.ts';
@@ -13,10 +14,8 @@ export interface ScriptCall {
   readonly wanted: boolean;
   /** Marks a command of the call going out now, and returns the expiry argument it carries. */
   sending(): string;
-  /** performance.now() of the latest send. */
-  readonly sentAt: number;
-  /** listeningTime() then. */
-  readonly sentListening: number;
+  /** The latest send, once `sending()` has been called. */
+  readonly sent: Send | undefined;
   /** Whether a call that Redis ran after its expiry may be sent again. */
   mayResend(): boolean;
 }
@@ -71,7 +70,7 @@ export async function evaluateScript(
     source = false;
     // A reply read long after its caller gave up says little of the clock or of Redis's pace:
     // liveness only.
-    node.heard(reply.pop(), call.wanted ? call : undefined);
+    node.heard(reply.pop(), call.wanted ? call.sent : undefined);
     if (reply[0] !== EXPIRED) return reply;
     if (!call.mayResend()) {
       throw new SentinelError(
