@@ -13,6 +13,7 @@
 -- Returns { allowed, then per policy: allowed, remaining, reset_ms, retry_ms, then the Redis
 -- clock in Unix milliseconds }, or { -1, the Redis clock } when the call arrived after ARGV[4]
 -- and did nothing. Integers only, so the reply reads the same over RESP2 and RESP3.
+-- src/store-reply.ts decodes it; keep the two in step.
 
 local time = redis.call('TIME')
 local clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)

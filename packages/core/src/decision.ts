@@ -1,28 +1,33 @@
-// Turns a store's integer reply into a decision, and builds the decisions of degraded modes.
+// Turns a store's reply into a decision, and builds the decisions of degraded modes.
 import type { Plan } from './policy.ts';
-import type { Decision, PolicyDecision, StoreErrorMode, StoreReply } from './types.ts';
+import type {
+  Decision,
+  PolicyDecision,
+  PolicyOutcome,
+  StoreErrorMode,
+  StoreReply,
+} from './types.ts';
 
 export function toDecision(plan: Plan, reply: StoreReply, degraded?: StoreErrorMode): Decision {
   const { policies } = plan;
   const results: PolicyDecision[] = new Array(policies.length);
-  const allowed = reply[0] === 1;
+  const { allowed } = reply;
   // The most restrictive policy: when rejected, the one that blocks longest; when admitted, the
   // one with the least left, and of those the one that takes longest to refill.
   let pick = 0;
   let retryAfterMs = 0;
   for (let i = 0; i < policies.length; i++) {
     const policy = policies[i] as (typeof policies)[number];
-    const at = 4 * i + 1;
-    const retry = reply[at + 3] as number;
+    const outcome = reply.policies[i] as PolicyOutcome;
     const result: PolicyDecision = {
       policy: policy.name,
       algorithm: policy.algorithm,
-      allowed: reply[at] === 1,
+      allowed: outcome.allowed,
       limit: policy.limit,
       windowMs: policy.windowMs,
-      remaining: reply[at + 1] as number,
-      resetMs: reply[at + 2] as number,
-      retryAfterMs: retry === -1 ? Number.POSITIVE_INFINITY : retry,
+      remaining: outcome.remaining,
+      resetMs: outcome.resetMs,
+      retryAfterMs: outcome.retryAfterMs,
     };
     results[i] = result;
     if (i === 0) {
@@ -64,9 +69,13 @@ export function fixedDecision(
   retryAfterMs: number,
   degraded: StoreErrorMode,
 ): Decision {
-  const reply = [allowed ? 1 : 0];
-  for (const policy of plan.policies) {
-    reply.push(allowed ? 1 : 0, allowed ? policy.limit : 0, 0, allowed ? 0 : retryAfterMs);
-  }
-  return toDecision(plan, reply, degraded);
+  const policies = plan.policies.map(
+    (policy): PolicyOutcome => ({
+      allowed,
+      remaining: allowed ? policy.limit : 0,
+      resetMs: 0,
+      retryAfterMs: allowed ? 0 : retryAfterMs,
+    }),
+  );
+  return toDecision(plan, { allowed, policies }, degraded);
 }

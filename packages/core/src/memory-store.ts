@@ -1,7 +1,8 @@
 // The embedded store: the same algorithms as the Lua scripts, run in process, with bounded memory.
-import { evaluators, type State } from './algorithms/index.ts';
+import { evaluators, type KeyState, type PolicyInput, type Slot } from './algorithms/index.ts';
 import { EPOCH_MS } from './scripts.generated.ts';
-import type { Store, StoreReply, StoreRequest } from './types.ts';
+import type { PolicyOutcome, Store, StoreReply, StoreRequest } from './types.ts';
+import { checkPositiveInteger } from './validation.ts';
 
 export interface MemoryStoreOptions {
   /**
@@ -17,21 +18,18 @@ export interface MemoryStoreOptions {
 }
 
 export class MemoryStore implements Store {
-  readonly #keys = new Map<string, State>();
+  readonly #keys = new Map<string, KeyState>();
+  /** Reused by every evaluation: evaluate is synchronous, so one at a time uses them. */
+  readonly #input: PolicyInput = { limit: 0, windowMs: 0, cost: 0, now: 0, apply: false };
+  readonly #slot: Slot<KeyState> = { state: undefined };
   readonly #maxKeys: number;
   readonly #sweeper: NodeJS.Timeout;
   /** Requests' clock minus the real one: keys expire on the clock their requests carry. */
   #clockOffset = 0;
 
   constructor({ maxKeys = 100_000, sweepIntervalMs = 60_000 }: MemoryStoreOptions = {}) {
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
-      throw new TypeError(`@sentinel/core: \`maxKeys\` must be a positive integer, got ${maxKeys}`);
-    }
-    if (!Number.isSafeInteger(sweepIntervalMs) || sweepIntervalMs < 1) {
-      throw new TypeError(
-        `@sentinel/core: \`sweepIntervalMs\` must be a positive integer, got ${sweepIntervalMs}`,
-      );
-    }
+    checkPositiveInteger(maxKeys, 'maxKeys');
+    checkPositiveInteger(sweepIntervalMs, 'sweepIntervalMs');
     this.#maxKeys = maxKeys;
     this.#sweeper = setInterval(
       () => this.#sweep(Date.now() + this.#clockOffset - EPOCH_MS),
@@ -52,7 +50,7 @@ export class MemoryStore implements Store {
     // Same two passes as lua/evaluate.lua: several policies look first, then all consume or none.
     if (request.keys.length === 1 || !request.apply) return this.#run(request, now, request.apply);
     const look = this.#run(request, now, false);
-    return look[0] === 0 ? look : this.#run(request, now, true);
+    return look.allowed ? this.#run(request, now, true) : look;
   }
 
   reset(keys: readonly string[]): void {
@@ -64,36 +62,38 @@ export class MemoryStore implements Store {
     this.#keys.clear();
   }
 
-  #run({ keys, policies, cost }: StoreRequest, now: number, apply: boolean): number[] {
-    const reply = [1];
+  #run({ keys, policies, cost }: StoreRequest, now: number, apply: boolean): StoreReply {
+    const outcomes: PolicyOutcome[] = new Array(keys.length);
+    let allowed = true;
+    const input = this.#input;
+    input.cost = cost;
+    input.now = now;
+    input.apply = apply;
+    const slot = this.#slot;
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i] as string;
       const policy = policies[i];
       if (policy === undefined) throw new TypeError('@sentinel/core: one key per policy');
       const stored = this.#read(key, now);
-      const out = 4 * i + 1;
-      const next = evaluators[policy.algorithm](
-        stored,
-        policy.limit,
-        policy.windowMs,
-        cost,
-        now,
-        apply,
-        reply,
-        out,
-      );
-      if (reply[out] === 0) reply[0] = 0;
+      input.limit = policy.limit;
+      input.windowMs = policy.windowMs;
+      slot.state = stored;
+      const outcome = evaluators[policy.algorithm](input, slot);
+      const next = slot.state;
+      slot.state = undefined;
+      outcomes[i] = outcome;
+      if (!outcome.allowed) allowed = false;
       if (next === undefined) {
         if (stored !== undefined) this.#keys.delete(key);
       } else if (next !== stored) {
         this.#insert(key, next);
       }
     }
-    return reply;
+    return { allowed, policies: outcomes };
   }
 
   /** The live state of a key, marked most recently used; an expired key reads as absent. */
-  #read(key: string, now: number): State | undefined {
+  #read(key: string, now: number): KeyState | undefined {
     const state = this.#keys.get(key);
     if (state === undefined) return undefined;
     this.#keys.delete(key);
@@ -102,7 +102,7 @@ export class MemoryStore implements Store {
     return state;
   }
 
-  #insert(key: string, state: State): void {
+  #insert(key: string, state: KeyState): void {
     if (this.#keys.size >= this.#maxKeys) {
       // Map order is use order: the first key is the least recently used.
       const oldest = this.#keys.keys().next();

@@ -10,6 +10,7 @@ import {
 import { RedisNode } from './redis-node.ts';
 import { evaluateScript } from './script-evaluator.ts';
 import { scripts } from './scripts.generated.ts';
+import { decodeReply } from './store-reply.ts';
 import type { Store, StoreReply, StoreRequest } from './types.ts';
 import { checkPositiveInteger, describe, fail, rejectUnknownOptions } from './validation.ts';
 
@@ -37,6 +38,9 @@ export interface RedisStoreOptions {
    */
   connectTimeout?: number;
 }
+
+/** What a reset resolves its call with: it decides nothing. */
+const NOTHING: StoreReply = { allowed: true, policies: [] };
 
 /** Sends a call to its server; resolves with undefined once the call is no longer wanted. */
 type Command = (call: RedisCall, node: RedisNode) => Promise<StoreReply | undefined>;
@@ -101,9 +105,10 @@ export class RedisStore implements Store {
       '',
       ...args,
     ];
-    return this.#call(keys, apply, (call, node) =>
-      evaluateScript(this.#client, node, scripts[script], keys, argv, call),
-    );
+    return this.#call(keys, apply, async (call, node) => {
+      const reply = await evaluateScript(this.#client, node, scripts[script], keys, argv, call);
+      return reply && decodeReply(reply);
+    });
   }
 
   async reset(keys: readonly string[]): Promise<void> {
@@ -111,7 +116,7 @@ export class RedisStore implements Store {
       call.sending();
       await this.#client.del(keys);
       node.heard();
-      return [];
+      return NOTHING;
     });
   }
 

@@ -4,6 +4,7 @@ import type { Send } from './redis-call.ts';
 import type { RedisConnection } from './redis-connection.ts';
 import type { RedisNode } from './redis-node.ts';
 import type { LuaScript } from './scripts.generated.ts';
+import { isExpired } from './store-reply.ts';
 
 /** The commands the evaluator needs, as every RedisConnection has them. */
 export type ScriptClient = Pick<RedisConnection, 'evalsha' | 'eval' | 'isReplyError'>;
@@ -22,8 +23,6 @@ export interface ScriptCall {
 
 /** The index of the expiry in the script's arguments (ARGV[4] in lua/evaluate.lua). */
 export const EXPIRY_ARG = 3;
-/** The first reply element of a call that arrived after its expiry and did nothing. */
-const EXPIRED = -1;
 
 export function isNoScriptError(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
@@ -71,7 +70,7 @@ export async function evaluateScript(
     // A reply read long after its caller gave up says little of the clock or of Redis's pace:
     // liveness only.
     node.heard(reply.pop(), call.wanted ? call.sent : undefined);
-    if (reply[0] !== EXPIRED) return reply;
+    if (!isExpired(reply)) return reply;
     if (!call.mayResend()) {
       throw new SentinelError(
         'STORE_BUSY',

@@ -86,12 +86,22 @@ export interface StoreRequest {
   now: number | undefined;
 }
 
-/**
- * A store's reply, the shape the Lua script returns without its trailing Redis clock:
- * `[allowed, then per policy allowed, remaining, resetMs, retryAfterMs]`, with -1 for a retry
- * that can never succeed.
- */
-export type StoreReply = readonly number[];
+/** One policy's answer from a store. */
+export interface PolicyOutcome {
+  allowed: boolean;
+  /** Units of cost that would still be admitted now. */
+  remaining: number;
+  /** Milliseconds until the policy is back at its full limit. */
+  resetMs: number;
+  /** 0 if admitted; `Infinity` if the cost exceeds the limit. */
+  retryAfterMs: number;
+}
+
+/** A store's answer: admitted only if every policy admits, with one outcome per policy, in order. */
+export interface StoreReply {
+  readonly allowed: boolean;
+  readonly policies: readonly PolicyOutcome[];
+}
 
 export interface Store {
   evaluate(request: StoreRequest): StoreReply | Promise<StoreReply>;

@@ -1,25 +1,40 @@
 // Fixed window, the twin of lua/fixed-window.lua: a counter per epoch-aligned window.
 import { EPOCH_MS } from '../scripts.generated.ts';
-import { type Evaluate, report, write } from './state.ts';
+import { admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
 
-export const fixedWindow: Evaluate = (state, limit, window, cost, now, apply, out, at) => {
+/** Stored as "<window_index> <count>". */
+export interface FixedWindowState extends KeyState {
+  /** The window's index since the Unix epoch. */
+  index: number;
+  used: number;
+}
+
+export const fixedWindow: Evaluate<FixedWindowState> = (
+  { limit, windowMs, cost, now, apply },
+  slot,
+) => {
   const absolute = now + EPOCH_MS;
-  let index = Math.floor(absolute / window);
+  const state = slot.state;
+  let index = Math.floor(absolute / windowMs);
   let used = 0;
-  if (state !== undefined && state.a >= index) {
-    index = state.a;
-    used = state.b;
+  if (state !== undefined && state.index >= index) {
+    index = state.index;
+    used = state.used;
   }
-  const endsIn = (index + 1) * window - absolute;
+  const endsIn = (index + 1) * windowMs - absolute;
   if (used + cost <= limit) {
     if (apply) {
       used += cost;
-      state = write(state, index, used, 0, now + endsIn);
+      const expiresAt = now + endsIn;
+      if (state === undefined) {
+        slot.state = { index, used, expiresAt };
+      } else {
+        state.index = index;
+        state.used = used;
+        state.expiresAt = expiresAt;
+      }
     }
-    if (used === 0) report(out, at, 1, limit, 0, 0);
-    else report(out, at, 1, limit - used, endsIn, 0);
-    return state;
+    return used === 0 ? admitted(limit, 0) : admitted(limit - used, endsIn);
   }
-  report(out, at, 0, Math.max(0, limit - used), endsIn, cost <= limit ? endsIn : -1);
-  return state;
+  return rejected(Math.max(0, limit - used), endsIn, cost <= limit ? endsIn : -1);
 };

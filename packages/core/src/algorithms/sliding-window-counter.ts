@@ -1,19 +1,31 @@
 // Sliding window counter, the twin of lua/sliding-window-counter.lua.
 import { EPOCH_MS } from '../scripts.generated.ts';
-import { type Evaluate, report, write } from './state.ts';
+import { admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
 
-export const slidingWindowCounter: Evaluate = (state, limit, window, cost, now, apply, out, at) => {
+/** Stored as "<window_index> <current> <previous>". */
+export interface SlidingWindowCounterState extends KeyState {
+  /** The current window's index since the Unix epoch. */
+  index: number;
+  current: number;
+  previous: number;
+}
+
+export const slidingWindowCounter: Evaluate<SlidingWindowCounterState> = (
+  { limit, windowMs: window, cost, now, apply },
+  slot,
+) => {
   const absolute = now + EPOCH_MS;
+  const state = slot.state;
   let index = Math.floor(absolute / window);
   let current = 0;
   let previous = 0;
   if (state !== undefined) {
-    if (state.a >= index) {
-      index = state.a;
-      current = state.b;
-      previous = state.c;
-    } else if (state.a === index - 1) {
-      previous = state.b;
+    if (state.index >= index) {
+      index = state.index;
+      current = state.current;
+      previous = state.previous;
+    } else if (state.index === index - 1) {
+      previous = state.current;
     }
   }
   const into = absolute - index * window;
@@ -21,9 +33,9 @@ export const slidingWindowCounter: Evaluate = (state, limit, window, cost, now, 
   const capacity = limit * window;
   const need = cost * window;
   let used = previous * (window - elapsed) + current * window;
-  let allowed = 0;
+  let allowed = false;
   if (used + need <= capacity) {
-    allowed = 1;
+    allowed = true;
     if (apply) {
       current += cost;
       used += need;
@@ -32,17 +44,25 @@ export const slidingWindowCounter: Evaluate = (state, limit, window, cost, now, 
   const endsIn = window - into;
   const reset = current > 0 ? endsIn + window : previous > 0 ? endsIn : 0;
   const remaining = Math.max(0, Math.floor((capacity - used) / window));
-  if (allowed === 1) {
-    if (apply) state = write(state, index, current, previous, now + reset);
-    report(out, at, 1, remaining, reset, 0);
-  } else if (cost > limit) {
-    report(out, at, 0, remaining, reset, -1);
-  } else if (current + cost <= limit) {
-    const slide = Math.floor(((limit - current - cost) * window) / previous);
-    report(out, at, 0, remaining, reset, window - slide - into);
-  } else {
-    const slide = Math.floor(((limit - cost) * window) / current);
-    report(out, at, 0, remaining, reset, endsIn + Math.max(0, window - slide));
+  if (allowed) {
+    if (apply) {
+      const expiresAt = now + reset;
+      if (state === undefined) {
+        slot.state = { index, current, previous, expiresAt };
+      } else {
+        state.index = index;
+        state.current = current;
+        state.previous = previous;
+        state.expiresAt = expiresAt;
+      }
+    }
+    return admitted(remaining, reset);
   }
-  return state;
+  if (cost > limit) return rejected(remaining, reset, -1);
+  if (current + cost <= limit) {
+    const slide = Math.floor(((limit - current - cost) * window) / previous);
+    return rejected(remaining, reset, window - slide - into);
+  }
+  const slide = Math.floor(((limit - cost) * window) / current);
+  return rejected(remaining, reset, endsIn + Math.max(0, window - slide));
 };

@@ -1,8 +1,16 @@
 // Sliding window log, the twin of lua/sliding-window-log.lua: the admitted times, sorted.
-import { type Evaluate, report, type State } from './state.ts';
+import { admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
 
-export const slidingWindowLog: Evaluate = (state, limit, window, cost, now, apply, out, at) => {
-  const log = state?.log;
+/** The sorted set, as its scores: one admitted time per unit of cost, sorted. */
+export interface SlidingWindowLogState extends KeyState {
+  times: number[];
+}
+
+export const slidingWindowLog: Evaluate<SlidingWindowLogState> = (
+  { limit, windowMs: window, cost, now, apply },
+  slot,
+) => {
+  const log = slot.state?.times;
   if (log !== undefined) {
     // ZREMRANGEBYSCORE -inf (now - window)
     let expired = 0;
@@ -19,25 +27,22 @@ export const slidingWindowLog: Evaluate = (state, limit, window, cost, now, appl
       const later = entries.splice(position);
       for (let i = 0; i < cost; i++) entries.push(now);
       for (const time of later) entries.push(time);
-      const kept: State = state ?? { a: 0, b: 0, c: 0, log: entries, expiresAt: 0 };
-      kept.log = entries;
       // The newest entry is later than now only if the clock stepped back.
       const reset = (entries[entries.length - 1] as number) + window - now;
-      kept.expiresAt = now + reset;
-      report(out, at, 1, Math.max(0, limit - used - cost), reset, 0);
-      return kept;
+      if (slot.state === undefined) slot.state = { times: entries, expiresAt: now + reset };
+      else slot.state.expiresAt = now + reset;
+      return admitted(Math.max(0, limit - used - cost), reset);
     }
     if (used === 0) {
-      report(out, at, 1, limit, 0, 0);
-      return undefined;
+      slot.state = undefined;
+      return admitted(limit, 0);
     }
   }
   const reset = used > 0 ? (log?.[used - 1] as number) + window - now : 0;
   const remaining = Math.max(0, limit - used);
-  if (used + cost <= limit) report(out, at, 1, remaining, reset, 0);
-  else if (cost > limit) report(out, at, 0, remaining, reset, -1);
-  else
-    report(out, at, 0, remaining, reset, (log?.[used + cost - limit - 1] as number) + window - now);
   // An emptied set is a deleted key in Redis.
-  return used === 0 ? undefined : state;
+  if (used === 0) slot.state = undefined;
+  if (used + cost <= limit) return admitted(remaining, reset);
+  if (cost > limit) return rejected(remaining, reset, -1);
+  return rejected(remaining, reset, (log?.[used + cost - limit - 1] as number) + window - now);
 };

@@ -1,28 +1,44 @@
 // Token bucket, the twin of lua/token-bucket.lua: fixed-point level plus the time it was taken.
+import { admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
 import { divisorOf } from './fixed-point.ts';
-import { type Evaluate, report, write } from './state.ts';
 
-export const tokenBucket: Evaluate = (state, limit, window, cost, now, apply, out, at) => {
-  const divisor = divisorOf(limit, window);
-  const token = window / divisor;
+/** Stored as "<level> <updated_at>". */
+export interface TokenBucketState extends KeyState {
+  /** Fixed point: a token is `token` units (see fixed-point.ts). */
+  level: number;
+  updatedAt: number;
+}
+
+export const tokenBucket: Evaluate<TokenBucketState> = (
+  { limit, windowMs, cost, now, apply },
+  slot,
+) => {
+  const divisor = divisorOf(limit, windowMs);
+  const token = windowMs / divisor;
   const rate = limit / divisor;
   const capacity = limit * token;
+  const state = slot.state;
   let level = capacity;
   let updated = now;
   if (state !== undefined) {
-    if (state.b > now) updated = state.b;
-    level = Math.min(capacity, state.a + (updated - state.b) * rate);
+    if (state.updatedAt > now) updated = state.updatedAt;
+    level = Math.min(capacity, state.level + (updated - state.updatedAt) * rate);
   }
   const need = cost * token;
   if (level >= need) {
     if (apply) {
       level -= need;
-      state = write(state, level, updated, 0, now + Math.ceil((capacity - level) / rate));
+      const expiresAt = now + Math.ceil((capacity - level) / rate);
+      if (state === undefined) {
+        slot.state = { level, updatedAt: updated, expiresAt };
+      } else {
+        state.level = level;
+        state.updatedAt = updated;
+        state.expiresAt = expiresAt;
+      }
     }
-    report(out, at, 1, Math.floor(level / token), Math.ceil((capacity - level) / rate), 0);
-    return state;
+    return admitted(Math.floor(level / token), Math.ceil((capacity - level) / rate));
   }
   const retry = need <= capacity ? Math.ceil((need - level) / rate) : -1;
-  report(out, at, 0, Math.floor(level / token), Math.ceil((capacity - level) / rate), retry);
-  return state;
+  return rejected(Math.floor(level / token), Math.ceil((capacity - level) / rate), retry);
 };

@@ -1,0 +1,44 @@
+// What one algorithm's TypeScript twin reads and answers for one policy, in the memory store.
+import type { PolicyOutcome } from '../types.ts';
+
+/** One policy's part of a request, in the scripts' units: times are ms since EPOCH_MS. */
+export interface PolicyInput {
+  limit: number;
+  windowMs: number;
+  cost: number;
+  now: number;
+  /** false to look without consuming. */
+  apply: boolean;
+}
+
+/** The in-memory form of one key, as its algorithm keeps it. */
+export interface KeyState {
+  /** Script time at which the key expires, as PX would set it. */
+  expiresAt: number;
+}
+
+/**
+ * A key's state as the twin finds it, and as it leaves it: the twin replaces `state`, mutates
+ * it, or sets it to undefined for a key Redis would not hold. The memory store reuses one slot.
+ */
+export interface Slot<S extends KeyState> {
+  state: S | undefined;
+}
+
+/** One algorithm's evaluation of one policy, the twin of its Lua function. */
+export type Evaluate<S extends KeyState> = (input: PolicyInput, slot: Slot<S>) => PolicyOutcome;
+
+/** The outcome of an admitted request. */
+export function admitted(remaining: number, resetMs: number): PolicyOutcome {
+  return { allowed: true, remaining, resetMs, retryAfterMs: 0 };
+}
+
+/** The outcome of a rejected request; a retry of -1 (never) becomes Infinity, as decoded replies have it. */
+export function rejected(remaining: number, resetMs: number, retryMs: number): PolicyOutcome {
+  return {
+    allowed: false,
+    remaining,
+    resetMs,
+    retryAfterMs: retryMs === -1 ? Number.POSITIVE_INFINITY : retryMs,
+  };
+}

@@ -1,0 +1,35 @@
+// The Lua scripts' reply, decoded in one place: the flat integers of lua/evaluate.lua, by name.
+import type { PolicyOutcome, StoreReply } from './types.ts';
+
+/**
+ * The layout lua/evaluate.lua returns, its trailing Redis clock taken off: the overall
+ * `allowed` (1 or 0), then per policy `allowed, remaining, reset_ms, retry_ms`, with a retry of
+ * -1 for never. Integers only, so it reads the same over RESP2 and RESP3.
+ */
+const FIELDS_PER_POLICY = 4;
+/** The first element of a call that reached Redis after its expiry and did nothing. */
+const EXPIRED = -1;
+/** The retry of a cost that exceeds the limit. */
+const NEVER = -1;
+
+/** Whether Redis ran the call too late, and so did nothing. */
+export function isExpired(reply: readonly number[]): boolean {
+  return reply[0] === EXPIRED;
+}
+
+/** Names the fields of a script's reply. */
+export function decodeReply(reply: readonly number[]): StoreReply {
+  const count = (reply.length - 1) / FIELDS_PER_POLICY;
+  const policies: PolicyOutcome[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const at = 1 + FIELDS_PER_POLICY * i;
+    const retry = reply[at + 3] as number;
+    policies[i] = {
+      allowed: reply[at] === 1,
+      remaining: reply[at + 1] as number,
+      resetMs: reply[at + 2] as number,
+      retryAfterMs: retry === NEVER ? Number.POSITIVE_INFINITY : retry,
+    };
+  }
+  return { allowed: reply[0] === 1, policies };
+}
