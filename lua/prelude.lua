@@ -21,3 +21,20 @@ local function scale(limit, window)
   while b ~= 0 do a, b = b, math.fmod(a, b) end
   return window / a, limit / a
 end
+
+-- floor(a * b / c) exactly, for a and c below 2^44 and any b below 2^53, without forming a * b:
+-- long multiplication over b's base-256 digits, carrying the remainder, keeps every step below
+-- 2^53. The twin of mulDiv in src/algorithms/fixed-point.ts.
+local function mul_div(a, b, c)
+  local place = 1
+  while place * 256 <= b do place = place * 256 end
+  local quotient, remainder = 0, 0
+  while place >= 1 do
+    local step = remainder * 256 + a * math.fmod(math.floor(b / place), 256)
+    local digit = math.floor(step / c)
+    quotient = quotient * 256 + digit
+    remainder = step - digit * c
+    place = place / 256
+  end
+  return quotient
+end

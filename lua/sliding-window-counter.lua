@@ -1,8 +1,9 @@
 -- Sliding window counter: the counts of the current and the previous fixed window, the previous
 -- one weighted by how much of it the sliding window still overlaps.
 --
--- State "<window_index> <current> <previous>". Weighted counts are kept multiplied by `window`
--- so that the comparison is exact in integers.
+-- State "<window_index> <current> <previous>". The previous window counts for the requests of it
+-- the sliding window still overlaps, rounded up to whole ones: compared with whole requests, that
+-- decides exactly as the weighted sum would, and mul_div forms no product of limit and window.
 ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, apply)
   local absolute = now + EPOCH_MS
   local index = math.floor(absolute / window)
@@ -21,16 +22,11 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   -- Time into the window; negative only after a step back, when the previous window weighs fully.
   local into = absolute - index * window
   local elapsed = math.max(0, into)
-  local capacity = limit * window
-  local need = cost * window
-  local used = previous * (window - elapsed) + current * window
+  local weighted = previous - mul_div(previous, elapsed, window)
   local allowed = 0
-  if used + need <= capacity then
+  if current + weighted + cost <= limit then
     allowed = 1
-    if apply then
-      current = current + cost
-      used = used + need
-    end
+    if apply then current = current + cost end
   end
   -- Full again once the previous window has slid out, and the current one too if it counts.
   local ends_in = window - into
@@ -40,7 +36,7 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   elseif previous > 0 then
     reset = ends_in
   end
-  local remaining = math.max(0, math.floor((capacity - used) / window))
+  local remaining = math.max(0, limit - current - weighted)
   if allowed == 1 then
     if apply then
       redis.call('SET', key, string.format('%d %d %d', index, current, previous), 'PX', reset)
@@ -50,10 +46,10 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   if cost > limit then return 0, remaining, reset, -1 end
   if current + cost <= limit then
     -- Admitted later in this window, once enough of the previous one has slid out.
-    local slide = math.floor((limit - current - cost) * window / previous)
+    local slide = mul_div(limit - current - cost, window, previous)
     return 0, remaining, reset, window - slide - into
   end
   -- Admitted in the next window, where this window's count becomes the previous one.
-  local slide = math.floor((limit - cost) * window / current)
+  local slide = mul_div(limit - cost, window, current)
   return 0, remaining, reset, ends_in + math.max(0, window - slide)
 end

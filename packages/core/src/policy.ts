@@ -1,5 +1,5 @@
 // Validates policies and tiers once, at construction, into the plans the hot path runs.
-import { divisorOf } from './algorithms/fixed-point.ts';
+import { divisorOf, MUL_DIV_BOUND } from './algorithms/fixed-point.ts';
 import { ALGORITHMS, type Algorithm, type ResolvedPolicy, type TierOptions } from './types.ts';
 import { checkOneOf, checkPositiveInteger, describe, fail } from './validation.ts';
 import { formatWindow, parseWindow } from './window.ts';
@@ -63,13 +63,10 @@ function checkScale(limit: number, windowMs: number, algorithm: Algorithm, optio
       }
       return;
     case 'sliding-window-counter':
-      // Weighted counts are kept multiplied by the window.
-      if (limit * windowMs > Number.MAX_SAFE_INTEGER) {
-        fail(
-          limitOption,
-          `times the window in milliseconds must not exceed 2^53 - 1 with sliding-window-counter; use 'fixed-window' for larger quotas`,
-        );
-      }
+      // Its weighting is exact for operands below 2^44 (1.7 × 10^13; 557 years of ms).
+      if (limit >= MUL_DIV_BOUND) fail(limitOption, `must be below 2^44 with ${algorithm}`);
+      if (windowMs >= MUL_DIV_BOUND)
+        fail(field(option, 'window'), `must be below 2^44 ms with ${algorithm}`);
       return;
     default:
       // A full bucket is lcm(limit, window) units once their common divisor is taken out.

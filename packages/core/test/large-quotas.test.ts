@@ -1,5 +1,7 @@
 // Quotas of up to 10^9 over windows of up to 365 days, exact on every store; the log's honest cap.
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MUL_DIV_BOUND, mulDiv } from '../src/algorithms/fixed-point.ts';
 import { createLimiter, type Limiter, MemoryStore } from '../src/index.ts';
 import { MAX_LOG_LIMIT } from '../src/policy.ts';
 import { type Clock, limiterOn, manualClock, STORES } from './stores.ts';
@@ -64,21 +66,29 @@ describe.each(STORES)('large quotas on the %s store', (store) => {
       },
     );
 
-    it('admits exactly the limit with fixed-window, and all of it again next window', async () => {
-      const clock = manualClock(Date.UTC(2030, 0, 1));
-      const limited = on('fixed-window', clock);
-      const first = await limited.consume('big', { cost: limit - 1 });
-      expect(first).toMatchObject({ allowed: true, remaining: 1 });
-      expect((await limited.consume('big', { cost: 2 })).allowed).toBe(false);
-      expect(await limited.consume('big')).toMatchObject({ allowed: true, remaining: 0 });
-      const full = await limited.consume('big');
-      expect(full.allowed).toBe(false);
-      clock.advance(full.retryAfterMs);
-      expect(await limited.consume('big', { cost: limit })).toMatchObject({
-        allowed: true,
-        remaining: 0,
-      });
-    });
+    it.each(['fixed-window', 'sliding-window-counter'])(
+      'admits exactly the limit with %s, and all of it again once the window has passed',
+      async (algorithm) => {
+        const clock = manualClock(Date.UTC(2030, 0, 1));
+        const limited = on(algorithm, clock);
+        const first = await limited.consume('big', { cost: limit - 1 });
+        expect(first).toMatchObject({ allowed: true, remaining: 1 });
+        expect((await limited.consume('big', { cost: 2 })).allowed).toBe(false);
+        expect(await limited.consume('big')).toMatchObject({ allowed: true, remaining: 0 });
+        const full = await limited.consume('big');
+        expect(full.allowed).toBe(false);
+        clock.advance(full.retryAfterMs - 1);
+        expect((await limited.consume('big')).allowed).toBe(false);
+        clock.advance(1);
+        expect((await limited.consume('big')).allowed).toBe(true);
+        // A whole window later nothing of it counts, to the unit.
+        clock.advance(windowMs * 2);
+        expect(await limited.consume('big', { cost: limit })).toMatchObject({
+          allowed: true,
+          remaining: 0,
+        });
+      },
+    );
   });
 });
 
@@ -103,5 +113,19 @@ describe('the sliding-window-log', () => {
       });
     expect(build).toThrow(TypeError);
     expect(build).toThrow(/`limit` .*sliding-window-counter/);
+  });
+});
+
+describe('the exact multiply-divide behind the sliding-window-counter', () => {
+  it('equals floor(a × b / c) computed in big integers, wherever the product passes 2^53', () => {
+    const below = fc.integer({ min: 1, max: MUL_DIV_BOUND - 1 });
+    fc.assert(
+      fc.property(below, fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), below, (a, b, c) => {
+        const exact = (BigInt(a) * BigInt(b)) / BigInt(c);
+        fc.pre(exact <= BigInt(Number.MAX_SAFE_INTEGER));
+        expect(mulDiv(a, b, c)).toBe(Number(exact));
+      }),
+      { numRuns: 2_000 },
+    );
   });
 });

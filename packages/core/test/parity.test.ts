@@ -232,7 +232,7 @@ describe('the memory store and the Redis scripts', () => {
     );
   });
 
-  it.each(['token-bucket', 'gcra', 'fixed-window'] as const)(
+  it.each(['token-bucket', 'gcra', 'fixed-window', 'sliding-window-counter'] as const)(
     'make the same decisions for quotas up to 10^9 per 365 days with %s',
     async (algorithm) => {
       await fc.assert(

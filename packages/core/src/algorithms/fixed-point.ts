@@ -16,3 +16,25 @@ function gcd(a: number, b: number): number {
 export function divisorOf(limit: number, window: number): number {
   return limit * window > Number.MAX_SAFE_INTEGER ? gcd(limit, window) : 1;
 }
+
+/** Operands of `mulDiv` stay below this, so that its every step is an exact integer. */
+export const MUL_DIV_BOUND = 2 ** 44;
+
+/**
+ * floor(a × b / c) exactly, for a and c below 2^44 and any safe b, without forming a × b: long
+ * multiplication over b's base-256 digits, carrying the remainder, keeps every step below 2^53.
+ * The twin of `mul_div` in lua/prelude.lua.
+ */
+export function mulDiv(a: number, b: number, c: number): number {
+  let place = 1;
+  while (place * 256 <= b) place *= 256;
+  let quotient = 0;
+  let remainder = 0;
+  for (; place >= 1; place /= 256) {
+    const step = remainder * 256 + a * (Math.floor(b / place) % 256);
+    const digit = Math.floor(step / c);
+    quotient = quotient * 256 + digit;
+    remainder = step - digit * c;
+  }
+  return quotient;
+}

@@ -1,6 +1,7 @@
 // Sliding window counter, the twin of lua/sliding-window-counter.lua.
 import { EPOCH_MS } from '../scripts.generated.ts';
 import { admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
+import { mulDiv } from './fixed-point.ts';
 
 /** Stored as "<window_index> <current> <previous>". */
 export interface SlidingWindowCounterState extends KeyState {
@@ -30,20 +31,16 @@ export const slidingWindowCounter: Evaluate<SlidingWindowCounterState> = (
   }
   const into = absolute - index * window;
   const elapsed = Math.max(0, into);
-  const capacity = limit * window;
-  const need = cost * window;
-  let used = previous * (window - elapsed) + current * window;
+  // The previous window's requests still overlapped, rounded up to whole ones.
+  const weighted = previous - mulDiv(previous, elapsed, window);
   let allowed = false;
-  if (used + need <= capacity) {
+  if (current + weighted + cost <= limit) {
     allowed = true;
-    if (apply) {
-      current += cost;
-      used += need;
-    }
+    if (apply) current += cost;
   }
   const endsIn = window - into;
   const reset = current > 0 ? endsIn + window : previous > 0 ? endsIn : 0;
-  const remaining = Math.max(0, Math.floor((capacity - used) / window));
+  const remaining = Math.max(0, limit - current - weighted);
   if (allowed) {
     if (apply) {
       const expiresAt = now + reset;
@@ -60,9 +57,9 @@ export const slidingWindowCounter: Evaluate<SlidingWindowCounterState> = (
   }
   if (cost > limit) return rejected(remaining, reset, -1);
   if (current + cost <= limit) {
-    const slide = Math.floor(((limit - current - cost) * window) / previous);
+    const slide = mulDiv(limit - current - cost, window, previous);
     return rejected(remaining, reset, window - slide - into);
   }
-  const slide = Math.floor(((limit - cost) * window) / current);
+  const slide = mulDiv(limit - cost, window, current);
   return rejected(remaining, reset, endsIn + Math.max(0, window - slide));
 };
