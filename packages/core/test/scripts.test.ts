@@ -6,6 +6,7 @@ import { CLIENTS, connect, uniquePrefix } from '../../../test/harness/clients.ts
 import { type RedisProcess, startRedis } from '../../../test/harness/redis-server.ts';
 import { ALGORITHMS, createLimiter, RedisStore, type SentinelError } from '../src/index.ts';
 import { type ScriptName, scripts } from '../src/scripts.generated.ts';
+import { decodeReply, isExpired } from '../src/store-reply.ts';
 
 const run = promisify(execFile);
 
@@ -49,6 +50,11 @@ describe.each(CLIENTS)('replies over %s', (client) => {
       for (const value of reply) expect(Number.isInteger(value)).toBe(true);
       expect(reply[0]).toBe(1);
       const clock = reply[5] as number;
+      // The codec names the fields: a cost of 2 out of 7 leaves 5.
+      const decoded = decodeReply(reply.slice(0, -1) as number[]);
+      expect(decoded.allowed).toBe(true);
+      expect(decoded.policies).toHaveLength(1);
+      expect(decoded.policies[0]).toMatchObject({ allowed: true, remaining: 5, retryAfterMs: 0 });
       expect(clock).toBeGreaterThanOrEqual(before);
       expect(clock).toBeLessThanOrEqual(await redisTimeMs(redis));
     },
@@ -77,6 +83,7 @@ describe.each(CLIENTS)('replies over %s', (client) => {
       const late = (await run(now - 1)) as number[];
       expect(late).toHaveLength(2);
       expect(late[0]).toBe(-1);
+      expect(isExpired(late)).toBe(true);
       expect(late[1]).toBeGreaterThanOrEqual(now);
       expect(await redis.exists(key)).toBe(0);
       // An expiry still ahead of the clock lets the call run.
