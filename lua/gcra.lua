@@ -1,29 +1,35 @@
 -- GCRA (generic cell rate algorithm): one stored value, the theoretical arrival time (TAT).
 --
 -- A request is admitted when, after adding its emission interval (window / limit per unit of
--- cost), the TAT is at most `window` ahead of now. State "<tat_ms> <fraction>": the TAT is
--- tat_ms + fraction / rate milliseconds, kept exact without floats. `debt` is TAT - now in
--- 1/rate ms units, where one emission interval is `token` units (`scale` gives both: `limit`
--- and `window`, with their large common divisor taken out).
+-- cost), the TAT is at most `window` ahead of now. State "<tat> <fraction>": the TAT is
+-- tat + fraction / rate time steps, kept exact without floats. `debt` is TAT - now in 1/rate
+-- step units, where one emission interval is `token` units (see `scale`: for most policies
+-- `window` and `limit`, with 1 ms steps).
 ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
-  local token, rate = scale(limit, window)
+  local token, rate, step = scale(limit, window)
+  local t = math.floor(now / step)
+  -- Milliseconds from now until `n` more steps have passed.
+  local function after(n)
+    if n <= 0 then return 0 end
+    return (t + n) * step - now
+  end
   local capacity = limit * token
   local debt = 0
   local state = redis.call('GET', key)
   if state then
     local tat, fraction = string.match(state, '^(%-?%d+) (%d+)$')
-    debt = math.max(0, (tonumber(tat) - now) * rate + tonumber(fraction))
+    debt = math.max(0, (tonumber(tat) - t) * rate + tonumber(fraction))
   end
   local need = cost * token
   if debt + need <= capacity then
     if apply then
       debt = debt + need
-      redis.call('SET', key, string.format('%d %d', now + math.floor(debt / rate), debt % rate),
-        'PX', math.ceil(debt / rate))
+      redis.call('SET', key, string.format('%d %d', t + math.floor(debt / rate), debt % rate),
+        'PX', after(math.ceil(debt / rate)))
     end
-    return 1, math.floor((capacity - debt) / token), math.ceil(debt / rate), 0
+    return 1, math.floor((capacity - debt) / token), after(math.ceil(debt / rate)), 0
   end
   local retry = -1
-  if need <= capacity then retry = math.ceil((debt + need - capacity) / rate) end
-  return 0, math.floor((capacity - debt) / token), math.ceil(debt / rate), retry
+  if need <= capacity then retry = after(math.ceil((debt + need - capacity) / rate)) end
+  return 0, math.floor((capacity - debt) / token), after(math.ceil(debt / rate)), retry
 end

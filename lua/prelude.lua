@@ -10,16 +10,28 @@ local EPOCH_MS = 1704067200000
 --   and writes the new state only when apply is true and the request is allowed.
 local ALGORITHMS = {}
 
--- The fixed-point units of the rate algorithms, the twin of src/algorithms/fixed-point.ts:
--- returns `token`, the units a token is worth, and `rate`, the units a millisecond adds. Both
--- are divided by gcd(limit, window) when limit * window would pass 2^53, so that a full bucket,
--- limit * token units, stays an exact integer; smaller policies keep the units (and the stored
--- state) of earlier versions. math.fmod is exact where Lua's % rounds.
-local function scale(limit, window)
-  if limit * window <= 9007199254740991 then return window, limit end
-  local a, b = limit, window
+-- The fixed-point units of the rate algorithms, the twin of scale in src/algorithms/fixed-point.ts:
+-- returns `token`, the units a token is worth, `rate`, the units a time step adds, and `step`, in
+-- ms. Policies whose limit * window is a safe integer keep token = window, rate = limit and 1 ms
+-- steps, the state of earlier versions. Larger ones divide out gcd(limit, window), and if a full
+-- bucket (limit * token) still passes 2^53, count time in coarser steps that divide the window
+-- into at least 1000. math.fmod is exact where Lua's % rounds.
+local function gcd(a, b)
   while b ~= 0 do a, b = b, math.fmod(a, b) end
-  return window / a, limit / a
+  return a
+end
+
+local function scale(limit, window)
+  if limit * window <= 9007199254740991 then return window, limit, 1 end
+  for _, step in ipairs({ 1, 10, 100, 1000, 60000 }) do
+    local steps = window / step
+    if steps == math.floor(steps) and steps >= 1000 then
+      local divisor = gcd(limit, steps)
+      if limit / divisor * steps <= 9007199254740991 then
+        return steps / divisor, limit / divisor, step
+      end
+    end
+  end
 end
 
 -- floor(a * b / c) exactly, for a and c below 2^44 and any b below 2^53, without forming a * b:

@@ -1,32 +1,38 @@
 -- Token bucket: holds up to `limit` tokens and refills `limit` tokens per `window`.
 --
--- State "<level> <updated_at>". The level is fixed point: a token is `token` units and each
--- millisecond adds `rate` units (`window` and `limit` with their large common divisor taken out,
--- see `scale`), so a refill of any rate is an exact integer. The part of the
--- elapsed time that has not yet become a whole token stays in the level; it is never thrown
--- away by resetting the refill clock, which would starve slow rates (10/min called every 5 s
--- would earn a token every 10 s instead of every 6 s).
+-- State "<level> <updated_at>". The level is fixed point: a token is `token` units and each time
+-- step adds `rate` units (see `scale`: for most policies `window` and `limit`, with 1 ms steps),
+-- so a refill of any rate is an exact integer. The part of the elapsed time that has not yet
+-- become a whole token stays in the level; it is never thrown away by resetting the refill
+-- clock, which would starve slow rates (10/min called every 5 s would earn a token every 10 s
+-- instead of every 6 s). `updated_at` and `t` count steps.
 ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply)
-  local token, rate = scale(limit, window)
+  local token, rate, step = scale(limit, window)
+  local t = math.floor(now / step)
+  -- Milliseconds from now until `n` more steps have passed.
+  local function after(n)
+    if n <= 0 then return 0 end
+    return (t + n) * step - now
+  end
   local capacity = limit * token
   local level = capacity
-  local updated = now
+  local updated = t
   local state = redis.call('GET', key)
   if state then
     local stored, at = string.match(state, '^(%d+) (%-?%d+)$')
     at = tonumber(at)
-    if at > now then updated = at end
+    if at > t then updated = at end
     level = math.min(capacity, tonumber(stored) + (updated - at) * rate)
   end
   local need = cost * token
   if level >= need then
     if apply then
       level = level - need
-      redis.call('SET', key, string.format('%d %d', level, updated), 'PX', math.ceil((capacity - level) / rate))
+      redis.call('SET', key, string.format('%d %d', level, updated), 'PX', after(math.ceil((capacity - level) / rate)))
     end
-    return 1, math.floor(level / token), math.ceil((capacity - level) / rate), 0
+    return 1, math.floor(level / token), after(math.ceil((capacity - level) / rate)), 0
   end
   local retry = -1
-  if need <= capacity then retry = math.ceil((need - level) / rate) end
-  return 0, math.floor(level / token), math.ceil((capacity - level) / rate), retry
+  if need <= capacity then retry = after(math.ceil((need - level) / rate)) end
+  return 0, math.floor(level / token), after(math.ceil((capacity - level) / rate)), retry
 end

@@ -1,5 +1,5 @@
 // Validates policies and tiers once, at construction, into the plans the hot path runs.
-import { divisorOf, MUL_DIV_BOUND } from './algorithms/fixed-point.ts';
+import { MUL_DIV_BOUND, scale } from './algorithms/fixed-point.ts';
 import { ALGORITHMS, type Algorithm, type ResolvedPolicy, type TierOptions } from './types.ts';
 import { checkOneOf, checkPositiveInteger, describe, fail } from './validation.ts';
 import { formatWindow, parseWindow } from './window.ts';
@@ -69,11 +69,10 @@ function checkScale(limit: number, windowMs: number, algorithm: Algorithm, optio
         fail(field(option, 'window'), `must be below 2^44 ms with ${algorithm}`);
       return;
     default:
-      // A full bucket is lcm(limit, window) units once their common divisor is taken out.
-      if ((limit / divisorOf(limit, windowMs)) * windowMs > Number.MAX_SAFE_INTEGER) {
+      if (!scale(limit, windowMs, { token: 0, rate: 0, stepMs: 1 })) {
         fail(
           limitOption,
-          `of ${limit} per ${windowMs} ms needs more than 2^53 fixed-point units with ${algorithm}; a limit and window with a larger common divisor (round numbers) fit, or use 'fixed-window'`,
+          `of ${limit} per ${windowMs} ms needs more than 2^53 fixed-point units with ${algorithm}, even counting time in steps of up to a minute; a window of whole minutes or a rounder limit fits, or use 'fixed-window'`,
         );
       }
   }

@@ -9,10 +9,12 @@ import { type Clock, limiterOn, manualClock, STORES } from './stores.ts';
 const DAY = 86_400_000;
 /** Monthly and yearly quotas an API business sells, each past 2^53 as limit × window ms. */
 const QUOTAS = [
-  { limit: 5_000_000, windowMs: 30 * DAY },
-  { limit: 10_000_000, windowMs: 30 * DAY },
-  { limit: 1_000_000_000, windowMs: DAY },
-  { limit: 1_000_000_000, windowMs: 365 * DAY },
+  { limit: 5_000_000, windowMs: 30 * DAY, stepMs: 1 },
+  { limit: 10_000_000, windowMs: 30 * DAY, stepMs: 1 },
+  { limit: 1_000_000_000, windowMs: DAY, stepMs: 1 },
+  { limit: 1_000_000_000, windowMs: 365 * DAY, stepMs: 1 },
+  // Prime: no common divisor with the window, so the rate algorithms count time in minutes.
+  { limit: 999_999_937, windowMs: 365 * DAY, stepMs: 60_000 },
 ] as const;
 const RATE_ALGORITHMS = ['token-bucket', 'gcra'] as const;
 
@@ -23,7 +25,7 @@ afterEach(async () => {
 });
 
 describe.each(STORES)('large quotas on the %s store', (store) => {
-  describe.each(QUOTAS)('$limit per $windowMs ms', ({ limit, windowMs }) => {
+  describe.each(QUOTAS)('$limit per $windowMs ms', ({ limit, windowMs, stepMs }) => {
     function on(algorithm: string, clock: Clock): Limiter {
       limiter = limiterOn(store, {
         limit,
@@ -43,8 +45,8 @@ describe.each(STORES)('large quotas on the %s store', (store) => {
         expect(first).toMatchObject({ allowed: true, remaining: 1 });
         const over = await limited.consume('big', { cost: 2 });
         expect(over.allowed).toBe(false);
-        // One token comes back every window / limit ms.
-        expect(over.retryAfterMs).toBe(Math.ceil(windowMs / limit));
+        // One token comes back every window / limit ms, counted in whole steps of the clock.
+        expect(over.retryAfterMs).toBe(stepMs * Math.ceil(windowMs / stepMs / limit));
         expect(over.remaining).toBe(1);
         expect(await limited.consume('big')).toMatchObject({ allowed: true, remaining: 0 });
         const empty = await limited.consume('big');
@@ -53,8 +55,9 @@ describe.each(STORES)('large quotas on the %s store', (store) => {
         clock.advance(empty.retryAfterMs - 1);
         expect((await limited.consume('big')).allowed).toBe(false);
         clock.advance(1);
-        // From empty, t ms refill floor(t × limit / window) tokens, to the unit.
-        const refilled = (ms: number) => Number((BigInt(ms) * BigInt(limit)) / BigInt(windowMs));
+        // From empty, t ms refill floor(t × limit / window) tokens, to the unit, t in whole steps.
+        const refilled = (ms: number) =>
+          Number((BigInt(ms - (ms % stepMs)) * BigInt(limit)) / BigInt(windowMs));
         const waited = empty.retryAfterMs;
         expect(await limited.consume('big')).toMatchObject({
           allowed: true,

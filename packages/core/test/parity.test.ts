@@ -75,9 +75,11 @@ const ops = fc.array(op, { minLength: 1, maxLength: 60, size: 'max' });
 const DAY = 86_400_000;
 const largePolicyOf = (algorithm: Algorithm): fc.Arbitrary<Policy> =>
   fc.record({
+    // Round limits keep 1 ms steps; others (primes among them) count time in coarser steps.
     limit: fc.oneof(
       fc.integer({ min: 1, max: 1_000 }).map((k) => k * 1_000_000),
-      fc.constantFrom(5_000_000, 10_000_000, 1_000_000_000),
+      fc.integer({ min: 1_000_000, max: 1_000_000_000 }),
+      fc.constantFrom(5_000_000, 10_000_000, 999_999_937, 1_000_000_000),
     ),
     windowMs: fc.oneof(
       fc.integer({ min: 1, max: 365 }).map((days) => days * DAY),

@@ -18,13 +18,12 @@ describe('resolvePlan', () => {
     expect(bad([input], 'policies')).toThrow(`\`policies[0].${field}\``);
   });
 
-  it('refuses a rate quota whose full bucket passes 2^53 units, naming the limit', () => {
-    // 999,999,937 is prime: lcm with 365 days of ms is about 3 × 10^19.
-    const prime = { limit: 999_999_937, window: '365d', algorithm: 'gcra' };
+  it('refuses a rate quota whose full bucket passes 2^53 units in any step, naming the limit', () => {
+    // 999,999,937 is prime, and a window one ms over 365 days divides into no coarser step.
+    const prime = { limit: 999_999_937, window: 365 * 86_400_000 + 1, algorithm: 'gcra' };
     expect(bad(prime, '')).toThrow(/`limit` of 999999937 .* gcra/);
-    expect(() =>
-      resolvePlan({ ...prime, limit: 1_000_000_000 } as PolicyOptions, ''),
-    ).not.toThrow();
+    // Over exactly 365 days, it counts time in minutes.
+    expect(() => resolvePlan({ ...prime, window: '365d' } as PolicyOptions, '')).not.toThrow();
   });
 
   it('bounds the sliding-window-counter below 2^44', () => {

@@ -1,20 +1,59 @@
-// The fixed-point units of the rate algorithms (token bucket, GCRA), the twin of `scale` in lua/prelude.lua.
+// Exact integer arithmetic for the algorithms: rate units that fit in 2^53, and a multiply-divide.
 
 function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b];
+  while (b !== 0) {
+    const rest = a % b;
+    a = b;
+    b = rest;
+  }
   return a;
 }
 
+/** The fixed-point units of a rate policy: a token is `token` units, each step of `stepMs` adds `rate`. */
+export interface Units {
+  token: number;
+  rate: number;
+  stepMs: number;
+}
+
+/** Time steps tried in turn, finest first; a step must divide the window into 1000 or more. */
+const STEPS = [1, 10, 100, 1_000, 60_000];
+const MIN_STEPS_PER_WINDOW = 1_000;
+
 /**
- * The common divisor taken out of a policy's units. A token is `window / divisor` units and each
- * millisecond adds `limit / divisor`, so a full bucket is `limit * window / divisor` units and
- * every refill stays an exact integer. Policies whose plain product is a safe integer keep a
- * divisor of 1, and so the stored state of earlier versions; larger ones divide out
- * gcd(limit, window), which leaves lcm(limit, window) as the full bucket: 10^9 per 365 days is
- * 3.9 × 10^12.
+ * The units of a token bucket or GCRA, written into `units` (reused: no allocation per call), or
+ * false when none keeps a full bucket, `limit × token` units, an exact integer. Policies whose
+ * plain product is a safe integer keep a token of `window` units and a rate of `limit` per ms,
+ * the stored state of earlier versions. Larger ones divide out gcd(limit, window), which leaves
+ * lcm(limit, window) as a full bucket (10^9 per 365 days: 3.9 × 10^12), and if that is still too
+ * large count time in coarser steps that divide the window: refills then land at step
+ * boundaries, at most one step (a thousandth of the window) early or late.
+ * The twin of `scale` in lua/prelude.lua.
  */
-export function divisorOf(limit: number, window: number): number {
-  return limit * window > Number.MAX_SAFE_INTEGER ? gcd(limit, window) : 1;
+export function scale(limit: number, window: number, units: Units): boolean {
+  if (limit * window <= Number.MAX_SAFE_INTEGER) {
+    units.token = window;
+    units.rate = limit;
+    units.stepMs = 1;
+    return true;
+  }
+  for (const step of STEPS) {
+    const steps = window / step;
+    if (!Number.isInteger(steps) || steps < MIN_STEPS_PER_WINDOW) continue;
+    const divisor = gcd(limit, steps);
+    if ((limit / divisor) * steps <= Number.MAX_SAFE_INTEGER) {
+      units.token = steps / divisor;
+      units.rate = limit / divisor;
+      units.stepMs = step;
+      return true;
+    }
+  }
+  return false;
+}
+
+/** Milliseconds from `now` until `steps` more steps after step `t` have passed; 0 for none. */
+export function msAfter(steps: number, t: number, stepMs: number, now: number): number {
+  return steps <= 0 ? 0 : (t + steps) * stepMs - now;
 }
 
 /** Operands of `mulDiv` stay below this, so that its every step is an exact integer. */

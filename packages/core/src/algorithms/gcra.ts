@@ -1,37 +1,47 @@
-// GCRA, the twin of lua/gcra.lua: one theoretical arrival time, kept as whole ms plus a fraction.
+// GCRA, the twin of lua/gcra.lua: one theoretical arrival time, kept as whole steps plus a fraction.
 import { admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
-import { divisorOf } from './fixed-point.ts';
+import { msAfter, scale, type Units } from './fixed-point.ts';
 
-/** Stored as "<tat_ms> <fraction>": the TAT is tatMs + fraction / rate ms. */
+/** Stored as "<tat> <fraction>": the TAT is tat + fraction / rate time steps (ms for most policies). */
 export interface GcraState extends KeyState {
-  tatMs: number;
+  tat: number;
   fraction: number;
 }
 
+const units: Units = { token: 0, rate: 0, stepMs: 1 };
+
 export const gcra: Evaluate<GcraState> = ({ limit, windowMs, cost, now, apply }, slot) => {
-  const divisor = divisorOf(limit, windowMs);
-  const token = windowMs / divisor;
-  const rate = limit / divisor;
+  scale(limit, windowMs, units);
+  const { token, rate, stepMs } = units;
+  const t = Math.floor(now / stepMs);
   const capacity = limit * token;
   const state = slot.state;
-  let debt = state === undefined ? 0 : Math.max(0, (state.tatMs - now) * rate + state.fraction);
+  let debt = state === undefined ? 0 : Math.max(0, (state.tat - t) * rate + state.fraction);
   const need = cost * token;
   if (debt + need <= capacity) {
     if (apply) {
       debt += need;
-      const tatMs = now + Math.floor(debt / rate);
+      const tat = t + Math.floor(debt / rate);
       const fraction = debt % rate;
-      const expiresAt = now + Math.ceil(debt / rate);
+      const expiresAt = now + msAfter(Math.ceil(debt / rate), t, stepMs, now);
       if (state === undefined) {
-        slot.state = { tatMs, fraction, expiresAt };
+        slot.state = { tat, fraction, expiresAt };
       } else {
-        state.tatMs = tatMs;
+        state.tat = tat;
         state.fraction = fraction;
         state.expiresAt = expiresAt;
       }
     }
-    return admitted(Math.floor((capacity - debt) / token), Math.ceil(debt / rate));
+    return admitted(
+      Math.floor((capacity - debt) / token),
+      msAfter(Math.ceil(debt / rate), t, stepMs, now),
+    );
   }
-  const retry = need <= capacity ? Math.ceil((debt + need - capacity) / rate) : -1;
-  return rejected(Math.floor((capacity - debt) / token), Math.ceil(debt / rate), retry);
+  const retry =
+    need <= capacity ? msAfter(Math.ceil((debt + need - capacity) / rate), t, stepMs, now) : -1;
+  return rejected(
+    Math.floor((capacity - debt) / token),
+    msAfter(Math.ceil(debt / rate), t, stepMs, now),
+    retry,
+  );
 };

@@ -1,34 +1,37 @@
-// Token bucket, the twin of lua/token-bucket.lua: fixed-point level plus the time it was taken.
+// Token bucket, the twin of lua/token-bucket.lua: fixed-point level plus the step it was taken at.
 import { admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
-import { divisorOf } from './fixed-point.ts';
+import { msAfter, scale, type Units } from './fixed-point.ts';
 
 /** Stored as "<level> <updated_at>". */
 export interface TokenBucketState extends KeyState {
   /** Fixed point: a token is `token` units (see fixed-point.ts). */
   level: number;
+  /** In time steps: ms for most policies. */
   updatedAt: number;
 }
+
+const units: Units = { token: 0, rate: 0, stepMs: 1 };
 
 export const tokenBucket: Evaluate<TokenBucketState> = (
   { limit, windowMs, cost, now, apply },
   slot,
 ) => {
-  const divisor = divisorOf(limit, windowMs);
-  const token = windowMs / divisor;
-  const rate = limit / divisor;
+  scale(limit, windowMs, units);
+  const { token, rate, stepMs } = units;
+  const t = Math.floor(now / stepMs);
   const capacity = limit * token;
   const state = slot.state;
   let level = capacity;
-  let updated = now;
+  let updated = t;
   if (state !== undefined) {
-    if (state.updatedAt > now) updated = state.updatedAt;
+    if (state.updatedAt > t) updated = state.updatedAt;
     level = Math.min(capacity, state.level + (updated - state.updatedAt) * rate);
   }
   const need = cost * token;
   if (level >= need) {
     if (apply) {
       level -= need;
-      const expiresAt = now + Math.ceil((capacity - level) / rate);
+      const expiresAt = now + msAfter(Math.ceil((capacity - level) / rate), t, stepMs, now);
       if (state === undefined) {
         slot.state = { level, updatedAt: updated, expiresAt };
       } else {
@@ -37,8 +40,15 @@ export const tokenBucket: Evaluate<TokenBucketState> = (
         state.expiresAt = expiresAt;
       }
     }
-    return admitted(Math.floor(level / token), Math.ceil((capacity - level) / rate));
+    return admitted(
+      Math.floor(level / token),
+      msAfter(Math.ceil((capacity - level) / rate), t, stepMs, now),
+    );
   }
-  const retry = need <= capacity ? Math.ceil((need - level) / rate) : -1;
-  return rejected(Math.floor(level / token), Math.ceil((capacity - level) / rate), retry);
+  const retry = need <= capacity ? msAfter(Math.ceil((need - level) / rate), t, stepMs, now) : -1;
+  return rejected(
+    Math.floor(level / token),
+    msAfter(Math.ceil((capacity - level) / rate), t, stepMs, now),
+    retry,
+  );
 };
