@@ -25,7 +25,11 @@ describe('createLimiter rejects at construction', () => {
     ['a fractional window', { limit: 1, window: '1.5m' }, '`window`'],
     ['a zero window', { limit: 1, window: 0 }, '`window`'],
     ['a missing window', { limit: 1 }, '`window`'],
-    ['a limit too large for exact state', { limit: 2 ** 40, window: '1d' }, '`limit`'],
+    [
+      'a sliding window log past its per-request cap',
+      { limit: 10 ** 9, window: '1d', algorithm: 'sliding-window-log' },
+      '`limit`',
+    ],
     ['an empty policy list', { policies: [] }, '`policies`'],
     [
       'a bad policy in a list',
