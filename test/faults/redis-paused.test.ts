@@ -15,12 +15,12 @@ const RESPONSE_BOUND_MS = 1_000;
 const DECISION_BOUND_MS = 600;
 
 /**
- * Identities `resume-*` get 5 an hour, for the recovery check; the load's get a million a day in a
- * sliding log, so that every call Redis ran is one member of its identity's set.
+ * Identities `resume-*` get 5 an hour, for the recovery check; the load's get 10,000 a day, the
+ * most a sliding log holds, so that every call Redis ran is one member of its identity's set.
  */
 const tiers = {
   STRICT: { limit: 5, window: '1h' },
-  BULK: { limit: 1_000_000, window: '1d', algorithm: 'sliding-window-log' },
+  BULK: { limit: 10_000, window: '1d', algorithm: 'sliding-window-log' },
 } as const;
 const identify: Identifier = (req) => {
   const user = String(req.headers['x-user']);
