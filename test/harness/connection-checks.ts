@@ -1,4 +1,5 @@
 // Checks the connection suites repeat for every client library: counts, command statistics, an adapter's answers.
+
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { expect } from 'vitest';
@@ -9,18 +10,14 @@ import {
   type Decision,
   type PolicyOptions,
   type RedisClient,
-  type SentinelError,
 } from '../../packages/core/src/index.ts';
 import { driver } from '../adapters/express.ts';
 import { uniquePrefix } from './clients.ts';
 import { freePort } from './redis-server.ts';
+import { failOnError } from './store-errors.ts';
 
 /** Counts are what these suites measure: any store error fails the test, rather than degrading. */
-export const STEADY = {
-  onError: (error: SentinelError) => {
-    throw error;
-  },
-};
+export const STEADY = { onError: failOnError };
 
 /**
  * The positive control of a quiet console: what an ioredis client with no 'error' listener

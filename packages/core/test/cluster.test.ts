@@ -1,4 +1,5 @@
 // Redis Cluster of 3 masters and 3 replicas, default options: no CROSSSLOT, keys placed by slot, exact races.
+
 import { Cluster, Redis } from 'ioredis';
 import { Cluster as Cluster5 } from 'ioredis5';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { naiveTokenBucket } from '../../../examples/race-demo/naive-limiter.ts';
 import { CLIENTS, type ClientName, uniquePrefix } from '../../../test/harness/clients.ts';
 import { besideCpuHog } from '../../../test/harness/cpu-hog.ts';
 import { keySlot, type RedisCluster, startCluster } from '../../../test/harness/redis-cluster.ts';
+import { failOnError } from '../../../test/harness/store-errors.ts';
 import {
   ALGORITHMS,
   type Algorithm,
@@ -32,11 +34,7 @@ function connectCluster(name: ClientName = 'ioredis 6'): Cluster {
  * The options a user gets by default, 50 ms deadline included: a burst on the cluster must be
  * counted, not waved through. Any store error fails the test instead of degrading quietly.
  */
-const STRICT = {
-  onError: (error: Error) => {
-    throw error;
-  },
-};
+const STRICT = { onError: failOnError };
 
 /** Two policies at once: the burst one binds first, and the hourly one is charged no further. */
 const TWO_POLICIES: PolicyOptions[] = [

@@ -1,10 +1,12 @@
 // Concurrency: 1000 simultaneous requests over 8 connections admit exactly the limit, warm or cold.
+
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { naiveTokenBucket } from '../../../examples/race-demo/naive-limiter.ts';
 import { connect, uniquePrefix } from '../../../test/harness/clients.ts';
 import { besideCpuHog } from '../../../test/harness/cpu-hog.ts';
 import { clientOf, ownServer } from '../../../test/harness/own-redis.ts';
+import { failOnError } from '../../../test/harness/store-errors.ts';
 import {
   ALGORITHMS,
   type Algorithm,
@@ -18,11 +20,7 @@ const CONNECTIONS = 8;
  * The options a user gets by default, 50 ms deadline included: a burst must be counted, not
  * waved through. Any store error fails the test instead of degrading quietly.
  */
-const STRICT = {
-  onError: (error: Error) => {
-    throw error;
-  },
-};
+const STRICT = { onError: failOnError };
 const REQUESTS = 1000;
 const LIMIT = 100;
 

@@ -1,5 +1,7 @@
 // The stores every semantic test runs against: memory, and Redis through ioredis 6 and 5.
+
 import { connect, uniquePrefix } from '../../../test/harness/clients.ts';
+import { failOnError } from '../../../test/harness/store-errors.ts';
 import {
   createLimiter,
   type Limiter,
@@ -43,9 +45,7 @@ export function limiterOn(
         });
   return createLimiter({
     prefix: uniquePrefix('semantics'),
-    onError: (error) => {
-      throw error;
-    },
+    onError: failOnError,
     ...options,
     store,
   });

@@ -1,6 +1,8 @@
 // The plugin on the Redis store: shared budgets across apps and routes, and the client left open.
+
 import { describe, expect, it } from 'vitest';
 import { connect, uniquePrefix } from '../../../test/harness/clients.ts';
+import { failOnError } from '../../../test/harness/store-errors.ts';
 import { sentinel } from '../src/index.ts';
 import { answer, app, statuses } from './apps.ts';
 
@@ -10,9 +12,7 @@ const redisOptions = () => ({
   prefix: uniquePrefix('fastify'),
   // A still clock, so that no token comes back between two requests and headers are exact.
   clock: () => Date.UTC(2026, 0, 1),
-  onError: (error: Error) => {
-    throw error;
-  },
+  onError: failOnError,
 });
 
 describe('the plugin on Redis', () => {
