@@ -2,7 +2,7 @@
 import { evaluators, type KeyState, type PolicyInput, type Slot } from './algorithms/index.ts';
 import { EPOCH_MS } from './scripts.generated.ts';
 import type { PolicyOutcome, Store, StoreReply, StoreRequest } from './types.ts';
-import { checkPositiveInteger } from './validation.ts';
+import { checkPositiveInteger, describe, fail, rejectUnknownOptions } from './validation.ts';
 
 export interface MemoryStoreOptions {
   /**
@@ -27,7 +27,12 @@ export class MemoryStore implements Store {
   /** Requests' clock minus the real one: keys expire on the clock their requests carry. */
   #clockOffset = 0;
 
-  constructor({ maxKeys = 100_000, sweepIntervalMs = 60_000 }: MemoryStoreOptions = {}) {
+  constructor(options: MemoryStoreOptions = {}) {
+    if (typeof options !== 'object' || options === null) {
+      fail('options', `must be an object, got ${describe(options)}`);
+    }
+    rejectUnknownOptions(options, ['maxKeys', 'sweepIntervalMs'], '@sentinel/core');
+    const { maxKeys = 100_000, sweepIntervalMs = 60_000 } = options;
     checkPositiveInteger(maxKeys, 'maxKeys');
     checkPositiveInteger(sweepIntervalMs, 'sweepIntervalMs');
     this.#maxKeys = maxKeys;

@@ -1,7 +1,13 @@
 // Validates policies and tiers once, at construction, into the plans the hot path runs.
 import { MUL_DIV_BOUND, scale } from './algorithms/fixed-point.ts';
 import { ALGORITHMS, type Algorithm, type ResolvedPolicy, type TierOptions } from './types.ts';
-import { checkOneOf, checkPositiveInteger, describe, fail } from './validation.ts';
+import {
+  checkOneOf,
+  checkPositiveInteger,
+  describe,
+  fail,
+  rejectUnknownFields,
+} from './validation.ts';
 import { formatWindow, parseWindow } from './window.ts';
 
 /** Everything one consume needs for a tier, computed once. */
@@ -25,10 +31,14 @@ export const MAX_LOG_LIMIT = 10_000;
 /** A field of a policy in errors: bare for the top-level shorthand (`option` ''), else dotted. */
 const field = (option: string, name: string) => (option === '' ? name : `${option}.${name}`);
 
+/** What a policy object may hold: `{ max, windowMs }` gets the peer-name advice. */
+const POLICY_FIELDS = ['name', 'limit', 'window', 'algorithm'];
+
 function resolvePolicy(input: unknown, option: string, tier: string | undefined): ResolvedPolicy {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     fail(option || 'policies', `must be a policy object, got ${describe(input)}`);
   }
+  rejectUnknownFields(input, POLICY_FIELDS, option);
   const { name, limit, window, algorithm = 'token-bucket' } = input as Record<string, unknown>;
   checkPositiveInteger(limit, field(option, 'limit'));
   const windowMs = parseWindow(window);

@@ -1,7 +1,7 @@
 // Unknown options and other rate limiters' option names are refused at construction, by name.
 import { describe, expect, it } from 'vitest';
 import { connect } from '../../../test/harness/clients.ts';
-import { createLimiter, type LimiterOptions, RedisStore } from '../src/index.ts';
+import { createLimiter, type LimiterOptions, MemoryStore, RedisStore } from '../src/index.ts';
 import { LIMITER_OPTION_NAMES } from '../src/limiter.ts';
 import { PEER_OPTION_NAMES } from '../src/peer-option-names.ts';
 import { rejectUnknownFields, rejectUnknownOptions } from '../src/validation.ts';
@@ -64,6 +64,21 @@ describe('createLimiter refuses an option it does not know', () => {
   it('refuses an unknown RedisStore option', () => {
     expect(messageOf(() => new RedisStore({ client: connect(), timout: 10 } as never))).toBe(
       '@sentinel/core: `timout` is not an option: did you mean `timeout`?',
+    );
+  });
+
+  it('refuses an unknown MemoryStore option', () => {
+    expect(messageOf(() => new MemoryStore({ maxKey: 10 } as never))).toBe(
+      '@sentinel/core: `maxKey` is not an option: did you mean `maxKeys`?',
+    );
+  });
+
+  it('refuses an unknown field of a policy, named where it was written', () => {
+    expect(limiterError({ tiers: { FREE: { limit: 1, window: '1s', algoritm: 'gcra' } } })).toBe(
+      '@sentinel/core: `tiers.FREE.algoritm` is not an option: did you mean `tiers.FREE.algorithm`?',
+    );
+    expect(limiterError({ policies: [{ max: 5, windowMs: 1000 }] })).toMatch(
+      /^@sentinel\/core: `policies\[0\]\.max` is .*`limit`/,
     );
   });
 });
