@@ -55,3 +55,16 @@ export async function serve(app: RequestListener): Promise<Served> {
       }),
   };
 }
+
+/** Builds an app of `version` with `build` and serves it; its close joins `cleanups`. */
+export async function startApp(
+  version: ExpressVersion,
+  build: (app: Express) => void,
+  cleanups: Array<() => unknown>,
+): Promise<string> {
+  const app = version.app();
+  build(app);
+  const served = await serve(app);
+  cleanups.push(() => served.close());
+  return served.url;
+}

@@ -10,7 +10,7 @@ import {
   type RateLimitOptions,
   rateLimit,
 } from '../src/index.ts';
-import { answer, EXPRESS_VERSIONS, type ExpressVersion, serve } from './apps.ts';
+import { answer, EXPRESS_VERSIONS, type ExpressVersion, startApp } from './apps.ts';
 
 const STORES = ['memory', 'redis'] as const;
 
@@ -67,13 +67,7 @@ describe.each(EXPRESS_VERSIONS)('on $name', (version: ExpressVersion) => {
       return middleware;
     }
 
-    async function start(build: (app: Express) => void): Promise<string> {
-      const app = version.app();
-      build(app);
-      const served = await serve(app);
-      cleanups.push(() => served.close());
-      return served.url;
-    }
+    const start = (build: (app: Express) => void) => startApp(version, build, cleanups);
 
     it('limits every route of the app when used with app.use', async () => {
       const url = await start((app) => {

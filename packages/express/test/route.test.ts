@@ -5,7 +5,7 @@ import type { RouteBody } from '../../../test/adapters/driver.ts';
 import { getMany as replies } from '../../../test/adapters/replies.ts';
 import { uniquePrefix } from '../../../test/harness/clients.ts';
 import { MemoryStore, type RateLimitMiddleware, rateLimit } from '../src/index.ts';
-import { answer, EXPRESS_VERSIONS, type ExpressVersion, serve } from './apps.ts';
+import { answer, EXPRESS_VERSIONS, type ExpressVersion, startApp } from './apps.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -32,13 +32,7 @@ describe.each(EXPRESS_VERSIONS)('route() on $name', (version: ExpressVersion) =>
     return limit;
   }
 
-  async function start(build: (app: Express) => void): Promise<string> {
-    const app = version.app();
-    build(app);
-    const served = await serve(app);
-    cleanups.push(() => served.close());
-    return served.url;
-  }
+  const start = (build: (app: Express) => void) => startApp(version, build, cleanups);
 
   it("limits a route mounted before the app's middleware by its own options instead", async () => {
     const limit = appLimit();
