@@ -8,11 +8,6 @@
 ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
   local token, rate, step = scale(limit, window)
   local t = math.floor(now / step)
-  -- Milliseconds from now until `n` more steps have passed.
-  local function after(n)
-    if n <= 0 then return 0 end
-    return (t + n) * step - now
-  end
   local capacity = limit * token
   local debt = 0
   local state = redis.call('GET', key)
@@ -25,11 +20,14 @@ ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
     if apply then
       debt = debt + need
       redis.call('SET', key, string.format('%d %d', t + math.floor(debt / rate), debt % rate),
-        'PX', after(math.ceil(debt / rate)))
+        'PX', ms_after(math.ceil(debt / rate), t, step, now))
     end
-    return 1, math.floor((capacity - debt) / token), after(math.ceil(debt / rate)), 0
+    return 1, math.floor((capacity - debt) / token), ms_after(math.ceil(debt / rate), t, step, now), 0
   end
   local retry = -1
-  if need <= capacity then retry = after(math.ceil((debt + need - capacity) / rate)) end
-  return 0, math.floor((capacity - debt) / token), after(math.ceil(debt / rate)), retry
+  if need <= capacity then
+    retry = ms_after(math.ceil((debt + need - capacity) / rate), t, step, now)
+  end
+  return 0, math.floor((capacity - debt) / token), ms_after(math.ceil(debt / rate), t, step, now),
+    retry
 end

@@ -34,6 +34,13 @@ local function scale(limit, window)
   end
 end
 
+-- Milliseconds from `now` until `n` more steps of `step` ms have passed since step `t`: the twin
+-- of msAfter in src/algorithms/fixed-point.ts.
+local function ms_after(n, t, step, now)
+  if n <= 0 then return 0 end
+  return (t + n) * step - now
+end
+
 -- floor(a * b / c) exactly, for a and c below 2^44 and any b below 2^53, without forming a * b:
 -- long multiplication over b's base-256 digits, carrying the remainder, keeps every step below
 -- 2^53. The twin of mulDiv in src/algorithms/fixed-point.ts.

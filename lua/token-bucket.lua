@@ -9,11 +9,6 @@
 ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply)
   local token, rate, step = scale(limit, window)
   local t = math.floor(now / step)
-  -- Milliseconds from now until `n` more steps have passed.
-  local function after(n)
-    if n <= 0 then return 0 end
-    return (t + n) * step - now
-  end
   local capacity = limit * token
   local level = capacity
   local updated = t
@@ -28,11 +23,13 @@ ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply)
   if level >= need then
     if apply then
       level = level - need
-      redis.call('SET', key, string.format('%d %d', level, updated), 'PX', after(math.ceil((capacity - level) / rate)))
+      local full = ms_after(math.ceil((capacity - level) / rate), t, step, now)
+      redis.call('SET', key, string.format('%d %d', level, updated), 'PX', full)
     end
-    return 1, math.floor(level / token), after(math.ceil((capacity - level) / rate)), 0
+    return 1, math.floor(level / token), ms_after(math.ceil((capacity - level) / rate), t, step, now), 0
   end
   local retry = -1
-  if need <= capacity then retry = after(math.ceil((need - level) / rate)) end
-  return 0, math.floor(level / token), after(math.ceil((capacity - level) / rate)), retry
+  if need <= capacity then retry = ms_after(math.ceil((need - level) / rate), t, step, now) end
+  local full = ms_after(math.ceil((capacity - level) / rate), t, step, now)
+  return 0, math.floor(level / token), full, retry
 end
