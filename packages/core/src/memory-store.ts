@@ -6,7 +6,8 @@ import { checkPositiveInteger, describe, fail, rejectUnknownOptions } from './va
 
 export interface MemoryStoreOptions {
   /**
-   * Keys kept at most; past it the least recently used key is evicted.
+   * Keys kept at most; past it a key not used lately is evicted (approximately the least
+   * recently used one, as Redis's `allkeys-lru` does).
    * @default 100_000
    */
   maxKeys?: number;
@@ -17,12 +18,20 @@ export interface MemoryStoreOptions {
   sweepIntervalMs?: number;
 }
 
+/** Marks a state read since eviction last passed it by; a symbol, so no algorithm's field clashes. */
+const READ = Symbol('read');
+
+/** A state as the store holds it. */
+type Tracked = KeyState & { [READ]: boolean };
+
 export class MemoryStore implements Store {
   readonly #keys = new Map<string, KeyState>();
   /** Reused by every evaluation: evaluate is synchronous, so one at a time uses them. */
   readonly #input: PolicyInput = { limit: 0, windowMs: 0, cost: 0, now: 0, apply: false };
   readonly #slot: Slot<KeyState> = { state: undefined };
   readonly #maxKeys: number;
+  /** Where eviction goes on from: see #evict. */
+  #hand: MapIterator<[string, KeyState]> = this.#keys.entries();
   readonly #sweeper: NodeJS.Timeout;
   /** Requests' clock minus the real one: keys expire on the clock their requests carry. */
   #clockOffset = 0;
@@ -91,29 +100,57 @@ export class MemoryStore implements Store {
       if (next === undefined) {
         if (stored !== undefined) this.#keys.delete(key);
       } else if (next !== stored) {
-        this.#insert(key, next);
+        this.#insert(key, next, stored !== undefined);
       }
     }
     return { allowed, policies: outcomes };
   }
 
-  /** The live state of a key, marked most recently used; an expired key reads as absent. */
+  /**
+   * The live state of a key, marked used; an expired key reads as absent. Marking is one field
+   * write: keeping the Map in exact use order would cost a delete and an insert per read.
+   */
   #read(key: string, now: number): KeyState | undefined {
-    const state = this.#keys.get(key);
+    const state = this.#keys.get(key) as Tracked | undefined;
     if (state === undefined) return undefined;
-    this.#keys.delete(key);
-    if (state.expiresAt <= now) return undefined;
-    this.#keys.set(key, state);
+    if (state.expiresAt <= now) {
+      // Gone for good, as in Redis: a later request with an earlier clock must not revive it.
+      this.#keys.delete(key);
+      return undefined;
+    }
+    state[READ] = true;
     return state;
   }
 
-  #insert(key: string, state: KeyState): void {
-    if (this.#keys.size >= this.#maxKeys) {
-      // Map order is use order: the first key is the least recently used.
-      const oldest = this.#keys.keys().next();
-      if (!oldest.done) this.#keys.delete(oldest.value);
-    }
+  /** Stores a key's new state; one replacing a live state keeps its place, as just used. */
+  #insert(key: string, state: KeyState, replacing: boolean): void {
+    (state as Tracked)[READ] = replacing;
+    if (!replacing && this.#keys.size >= this.#maxKeys) this.#evict();
     this.#keys.set(key, state);
+  }
+
+  /**
+   * Evicts one key, approximately the least recently used, as the CLOCK algorithm does: a hand
+   * goes round the keys in insertion order, and a key read since the hand last passed it is
+   * spared once. The hand is one iterator kept across evictions: a fresh one would walk past
+   * every key deleted at the front of the Map since it last compacted, which under a flood of
+   * new keys is most of it.
+   */
+  #evict(): void {
+    for (;;) {
+      let next = this.#hand.next();
+      if (next.done) {
+        this.#hand = this.#keys.entries();
+        next = this.#hand.next();
+        if (next.done) return;
+      }
+      const [key, state] = next.value as [string, Tracked];
+      if (!state[READ]) {
+        this.#keys.delete(key);
+        return;
+      }
+      state[READ] = false;
+    }
   }
 
   #sweep(now: number): void {

@@ -1,4 +1,4 @@
-// The memory store's own guarantees: bounded LRU memory, expiry, an unref'd sweeper, option checks.
+// The memory store's own guarantees: bounded memory that keeps keys in use, expiry, an unref'd sweeper, option checks.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -67,6 +67,22 @@ describe.each(ALGORITHMS)('a MemoryStore running %s', (algorithm) => {
     // Evicted keys start over, full.
     expect(await limiter.peek('old')).toMatchObject({ remaining: 5, resetMs: 0 });
     expect(await limiter.peek('filler-3')).toMatchObject({ remaining: 5, resetMs: 0 });
+  });
+
+  it('keeps a key in use through a flood of new keys many times maxKeys', async () => {
+    const clock = manualClock();
+    const store = memoryStore({ maxKeys: 100 });
+    const limiter = limiterOver(store, { limit: 1000, window: '1h', algorithm, clock: clock.now });
+    await limiter.consume('hot');
+    for (let i = 0; i < 5000; i++) {
+      await limiter.consume(`flood-${i}`);
+      // Read far more often than eviction goes round: it must never start over.
+      if (i % 10 === 9) await limiter.consume('hot');
+    }
+    expect(store.size).toBe(100);
+    expect((await limiter.peek('hot')).remaining).toBe(1000 - 1 - 500);
+    // A flood key not read since is gone, and starts over full.
+    expect((await limiter.peek('flood-0')).remaining).toBe(1000);
   });
 
   it('reads a key past its expiry as absent and drops it', async () => {
