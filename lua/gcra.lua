@@ -16,18 +16,20 @@ ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
     debt = math.max(0, (tonumber(tat) - t) * rate + tonumber(fraction))
   end
   local need = cost * token
-  if debt + need <= capacity then
-    if apply then
-      debt = debt + need
-      redis.call('SET', key, string.format('%d %d', t + math.floor(debt / rate), debt % rate),
-        'PX', ms_after(math.ceil(debt / rate), t, step, now))
+  local admits = debt + need <= capacity
+  if admits and apply then debt = debt + need end
+  -- Until the TAT is now: the reply's reset, and the key's expiry.
+  local due = ms_after(math.ceil(debt / rate), t, step, now)
+  if not admits then
+    local retry = -1
+    if need <= capacity then
+      retry = ms_after(math.ceil((debt + need - capacity) / rate), t, step, now)
     end
-    return 1, math.floor((capacity - debt) / token), ms_after(math.ceil(debt / rate), t, step, now), 0
+    return 0, math.floor((capacity - debt) / token), due, retry
   end
-  local retry = -1
-  if need <= capacity then
-    retry = ms_after(math.ceil((debt + need - capacity) / rate), t, step, now)
+  if apply then
+    redis.call('SET', key, string.format('%d %d', t + math.floor(debt / rate), debt % rate),
+      'PX', due)
   end
-  return 0, math.floor((capacity - debt) / token), ms_after(math.ceil(debt / rate), t, step, now),
-    retry
+  return 1, math.floor((capacity - debt) / token), due, 0
 end

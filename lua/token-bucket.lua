@@ -20,16 +20,17 @@ ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply)
     level = math.min(capacity, tonumber(stored) + (updated - at) * rate)
   end
   local need = cost * token
-  if level >= need then
-    if apply then
-      level = level - need
-      local full = ms_after(math.ceil((capacity - level) / rate), t, step, now)
-      redis.call('SET', key, string.format('%d %d', level, updated), 'PX', full)
-    end
-    return 1, math.floor(level / token), ms_after(math.ceil((capacity - level) / rate), t, step, now), 0
-  end
-  local retry = -1
-  if need <= capacity then retry = ms_after(math.ceil((need - level) / rate), t, step, now) end
+  local admits = level >= need
+  if admits and apply then level = level - need end
+  -- Until the bucket is full again: the reply's reset, and the key's expiry.
   local full = ms_after(math.ceil((capacity - level) / rate), t, step, now)
-  return 0, math.floor(level / token), full, retry
+  if not admits then
+    local retry = -1
+    if need <= capacity then retry = ms_after(math.ceil((need - level) / rate), t, step, now) end
+    return 0, math.floor(level / token), full, retry
+  end
+  if apply then
+    redis.call('SET', key, string.format('%d %d', level, updated), 'PX', full)
+  end
+  return 1, math.floor(level / token), full, 0
 end

@@ -18,30 +18,25 @@ export const gcra: Evaluate<GcraState> = ({ limit, windowMs, cost, now, apply },
   const state = slot.state;
   let debt = state === undefined ? 0 : Math.max(0, (state.tat - t) * rate + state.fraction);
   const need = cost * token;
-  if (debt + need <= capacity) {
-    if (apply) {
-      debt += need;
-      const tat = t + Math.floor(debt / rate);
-      const fraction = debt % rate;
-      const expiresAt = now + msAfter(Math.ceil(debt / rate), t, stepMs, now);
-      if (state === undefined) {
-        slot.state = { tat, fraction, expiresAt };
-      } else {
-        state.tat = tat;
-        state.fraction = fraction;
-        state.expiresAt = expiresAt;
-      }
-    }
-    return admitted(
-      Math.floor((capacity - debt) / token),
-      msAfter(Math.ceil(debt / rate), t, stepMs, now),
-    );
+  const admits = debt + need <= capacity;
+  if (admits && apply) debt += need;
+  // Until the TAT is now: the reply's reset, and the key's expiry.
+  const due = msAfter(Math.ceil(debt / rate), t, stepMs, now);
+  if (!admits) {
+    const retry =
+      need <= capacity ? msAfter(Math.ceil((debt + need - capacity) / rate), t, stepMs, now) : -1;
+    return rejected(Math.floor((capacity - debt) / token), due, retry);
   }
-  const retry =
-    need <= capacity ? msAfter(Math.ceil((debt + need - capacity) / rate), t, stepMs, now) : -1;
-  return rejected(
-    Math.floor((capacity - debt) / token),
-    msAfter(Math.ceil(debt / rate), t, stepMs, now),
-    retry,
-  );
+  if (apply) {
+    const tat = t + Math.floor(debt / rate);
+    const fraction = debt % rate;
+    if (state === undefined) {
+      slot.state = { tat, fraction, expiresAt: now + due };
+    } else {
+      state.tat = tat;
+      state.fraction = fraction;
+      state.expiresAt = now + due;
+    }
+  }
+  return admitted(Math.floor((capacity - debt) / token), due);
 };

@@ -28,27 +28,22 @@ export const tokenBucket: Evaluate<TokenBucketState> = (
     level = Math.min(capacity, state.level + (updated - state.updatedAt) * rate);
   }
   const need = cost * token;
-  if (level >= need) {
-    if (apply) {
-      level -= need;
-      const expiresAt = now + msAfter(Math.ceil((capacity - level) / rate), t, stepMs, now);
-      if (state === undefined) {
-        slot.state = { level, updatedAt: updated, expiresAt };
-      } else {
-        state.level = level;
-        state.updatedAt = updated;
-        state.expiresAt = expiresAt;
-      }
-    }
-    return admitted(
-      Math.floor(level / token),
-      msAfter(Math.ceil((capacity - level) / rate), t, stepMs, now),
-    );
+  const admits = level >= need;
+  if (admits && apply) level -= need;
+  // Until the bucket is full again: the reply's reset, and the key's expiry.
+  const full = msAfter(Math.ceil((capacity - level) / rate), t, stepMs, now);
+  if (!admits) {
+    const retry = need <= capacity ? msAfter(Math.ceil((need - level) / rate), t, stepMs, now) : -1;
+    return rejected(Math.floor(level / token), full, retry);
   }
-  const retry = need <= capacity ? msAfter(Math.ceil((need - level) / rate), t, stepMs, now) : -1;
-  return rejected(
-    Math.floor(level / token),
-    msAfter(Math.ceil((capacity - level) / rate), t, stepMs, now),
-    retry,
-  );
+  if (apply) {
+    if (state === undefined) {
+      slot.state = { level, updatedAt: updated, expiresAt: now + full };
+    } else {
+      state.level = level;
+      state.updatedAt = updated;
+      state.expiresAt = now + full;
+    }
+  }
+  return admitted(Math.floor(level / token), full);
 };
