@@ -12,6 +12,11 @@ const EXPIRED = -1;
 /** The retry of a cost that exceeds the limit. */
 const NEVER = -1;
 
+/** A retry as the scripts and their twins write it, -1 for never, as a decision has it. */
+export function retryAfterOf(retry: number): number {
+  return retry === NEVER ? Number.POSITIVE_INFINITY : retry;
+}
+
 /** Whether Redis ran the call too late, and so did nothing. */
 export function isExpired(reply: readonly number[]): boolean {
   return reply[0] === EXPIRED;
@@ -23,12 +28,11 @@ export function decodeReply(reply: readonly number[]): StoreReply {
   const policies: PolicyOutcome[] = new Array(count);
   for (let i = 0; i < count; i++) {
     const at = 1 + FIELDS_PER_POLICY * i;
-    const retry = reply[at + 3] as number;
     policies[i] = {
       allowed: reply[at] === 1,
       remaining: reply[at + 1] as number,
       resetMs: reply[at + 2] as number,
-      retryAfterMs: retry === NEVER ? Number.POSITIVE_INFINITY : retry,
+      retryAfterMs: retryAfterOf(reply[at + 3] as number),
     };
   }
   return { allowed: reply[0] === 1, policies };

@@ -1,4 +1,5 @@
 // What one algorithm's TypeScript twin reads and answers for one policy, in the memory store.
+import { retryAfterOf } from '../store-reply.ts';
 import type { PolicyOutcome } from '../types.ts';
 
 /** One policy's part of a request, in the scripts' units: times are ms since EPOCH_MS. */
@@ -39,6 +40,6 @@ export function rejected(remaining: number, resetMs: number, retryMs: number): P
     allowed: false,
     remaining,
     resetMs,
-    retryAfterMs: retryMs === -1 ? Number.POSITIVE_INFINITY : retryMs,
+    retryAfterMs: retryAfterOf(retryMs),
   };
 }
