@@ -5,7 +5,7 @@ import {
   type Verdict,
 } from './http/http-limiter.ts';
 import type { Decision } from './types.ts';
-import { describe, fail } from './validation.ts';
+import { checkObject } from './validation.ts';
 
 /**
  * The options an adapter was given, checked to be an object. None (undefined or null) counts as
@@ -14,12 +14,7 @@ import { describe, fail } from './validation.ts';
  */
 export function adapterOptions<T extends object>(options: T | undefined, option = 'options'): T {
   if (options === undefined || options === null) return {} as T;
-  if (typeof options !== 'object' || Array.isArray(options)) {
-    fail(
-      option,
-      `must be an object such as { limit: 100, window: '1m' }, got ${describe(options)}`,
-    );
-  }
+  checkObject(options, option, "an object such as { limit: 100, window: '1m' }");
   return options;
 }
 

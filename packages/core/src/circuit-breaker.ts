@@ -1,5 +1,5 @@
 // Skips a failing store for a cool-down after repeated failures, then lets one probe through.
-import { checkPositiveInteger, describe, fail, rejectUnknownFields } from './validation.ts';
+import { checkObject, checkPositiveInteger, rejectUnknownFields } from './validation.ts';
 
 export interface CircuitBreakerOptions {
   /**
@@ -70,9 +70,7 @@ export class CircuitBreakers {
   readonly #byServer = new Map<string, CircuitBreaker>();
 
   constructor(options: CircuitBreakerOptions = {}) {
-    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-      fail('breaker', `must be { failures, cooldownMs } or false, got ${describe(options)}`);
-    }
+    checkObject(options, 'breaker', '{ failures, cooldownMs } or false');
     rejectUnknownFields(options, BREAKER_OPTION_NAMES, 'breaker');
     const { failures, cooldownMs } = options;
     if (failures !== undefined) checkPositiveInteger(failures, 'breaker.failures');

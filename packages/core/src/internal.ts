@@ -7,4 +7,4 @@ export {
   routeLayering,
 } from './adapter-options.ts';
 export { mergeHttpLimiterOptions } from './http/http-limiter.ts';
-export { checkFunction, checkOneOf, describe, fail } from './validation.ts';
+export { checkFunction, checkObject, checkOneOf, describe, fail } from './validation.ts';

@@ -8,7 +8,14 @@ import { toRedisConnection } from './redis-connection.ts';
 import { type RedisClient, RedisStore } from './redis-store.ts';
 import { createReporter } from './reporter.ts';
 import type { Algorithm, Store, StoreErrorMode, TierOptions, Window } from './types.ts';
-import { checkFunction, checkOneOf, describe, fail, rejectUnknownOptions } from './validation.ts';
+import {
+  checkFunction,
+  checkObject,
+  checkOneOf,
+  describe,
+  fail,
+  rejectUnknownOptions,
+} from './validation.ts';
 
 export interface LimiterOptions {
   /**
@@ -114,9 +121,7 @@ export interface ResolvedOptions {
 
 /** Checks every option but the store's, which may connect and so comes last. */
 export function resolveOptions(options: LimiterOptions): ResolvedOptions {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    fail('options', `must be an object, got ${describe(options)}`);
-  }
+  checkObject(options, 'options');
   rejectUnknownOptions(options, LIMITER_OPTION_NAMES, '@sentinel/core');
   const {
     prefix = 'sentinel',

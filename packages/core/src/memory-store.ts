@@ -2,7 +2,7 @@
 import { evaluators, type KeyState, type PolicyInput, type Slot } from './algorithms/index.ts';
 import { EPOCH_MS } from './scripts.generated.ts';
 import type { PolicyOutcome, Store, StoreReply, StoreRequest } from './types.ts';
-import { checkPositiveInteger, describe, fail, rejectUnknownOptions } from './validation.ts';
+import { checkObject, checkPositiveInteger, rejectUnknownOptions } from './validation.ts';
 
 export interface MemoryStoreOptions {
   /**
@@ -37,9 +37,7 @@ export class MemoryStore implements Store {
   #clockOffset = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
-    if (typeof options !== 'object' || options === null) {
-      fail('options', `must be an object, got ${describe(options)}`);
-    }
+    checkObject(options, 'options');
     rejectUnknownOptions(options, ['maxKeys', 'sweepIntervalMs'], '@sentinel/core');
     const { maxKeys = 100_000, sweepIntervalMs = 60_000 } = options;
     checkPositiveInteger(maxKeys, 'maxKeys');

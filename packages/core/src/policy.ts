@@ -2,6 +2,7 @@
 import { MUL_DIV_BOUND, scale } from './algorithms/fixed-point.ts';
 import { ALGORITHMS, type Algorithm, type ResolvedPolicy, type TierOptions } from './types.ts';
 import {
+  checkObject,
   checkOneOf,
   checkPositiveInteger,
   describe,
@@ -35,9 +36,7 @@ const field = (option: string, name: string) => (option === '' ? name : `${optio
 const POLICY_FIELDS = ['name', 'limit', 'window', 'algorithm'];
 
 function resolvePolicy(input: unknown, option: string, tier: string | undefined): ResolvedPolicy {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    fail(option || 'policies', `must be a policy object, got ${describe(input)}`);
-  }
+  checkObject(input, option || 'policies', 'a policy object');
   rejectUnknownFields(input, POLICY_FIELDS, option);
   const { name, limit, window, algorithm = 'token-bucket' } = input as Record<string, unknown>;
   checkPositiveInteger(limit, field(option, 'limit'));

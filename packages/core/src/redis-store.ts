@@ -12,7 +12,7 @@ import { evaluateScript } from './script-evaluator.ts';
 import { scripts } from './scripts.generated.ts';
 import { decodeReply } from './store-reply.ts';
 import type { Store, StoreReply, StoreRequest } from './types.ts';
-import { checkPositiveInteger, describe, fail, rejectUnknownOptions } from './validation.ts';
+import { checkObject, checkPositiveInteger, rejectUnknownOptions } from './validation.ts';
 
 /** A client the store can use: ioredis 5 or 6, iovalkey or node-redis 5+, `Redis` or `Cluster`. */
 export type RedisClient = SupportedRedisClient;
@@ -79,9 +79,7 @@ export class RedisStore implements Store {
   };
 
   constructor(options: RedisStoreOptions) {
-    if (typeof options !== 'object' || options === null) {
-      fail('options', `must be { client, timeout?, connectTimeout? }, got ${describe(options)}`);
-    }
+    checkObject(options, 'options', '{ client, timeout?, connectTimeout? }');
     rejectUnknownOptions(options, REDIS_STORE_OPTION_NAMES, '@sentinel/core');
     const { client, timeout = 50, connectTimeout = 500 } = options;
     checkPositiveInteger(timeout, 'timeout');

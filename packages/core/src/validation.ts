@@ -13,6 +13,17 @@ export function checkPositiveInteger(value: unknown, option: string): asserts va
   }
 }
 
+/** An options object (not null, not an array), or a TypeError naming `option` and what it wants. */
+export function checkObject(
+  value: unknown,
+  option: string,
+  expected = 'an object',
+): asserts value is object {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    fail(option, `must be ${expected}, got ${describe(value)}`);
+  }
+}
+
 /** A function, or a TypeError naming `option`. */
 export function checkFunction(
   value: unknown,

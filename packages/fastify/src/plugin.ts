@@ -3,8 +3,8 @@ import { createHttpLimiter, type HttpLimiter } from '@sentinel/core';
 import {
   adapterOptions,
   checkFunction,
+  checkObject,
   checkOneOf,
-  describe,
   fail,
   handlerAnswers,
   mergeHttpLimiterOptions,
@@ -42,9 +42,7 @@ const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fast
   function routeLimiter(own: Options | false | undefined): RouteLimiter | undefined {
     if (own === undefined) return global ? build(base) : undefined;
     if (own === false) return undefined;
-    if (typeof own !== 'object' || own === null || Array.isArray(own)) {
-      fail('config.rateLimit', `must be an object or false, got ${describe(own)}`);
-    }
+    checkObject(own, 'config.rateLimit', 'an object or false');
     return build(own);
   }
 

@@ -3,6 +3,7 @@ import { LIMITER_OPTION_NAMES, type LimiterOptions } from '../limiter.ts';
 import type { Decision } from '../types.ts';
 import {
   checkFunction,
+  checkObject,
   checkOneOf,
   checkPositiveInteger,
   describe,
@@ -90,9 +91,7 @@ const MODES = ['enforce', 'shadow'] as const;
 export function resolveHttpOptions<Req extends RequestLike>(
   options: HttpLimiterOptions<Req>,
 ): HttpSettings<Req> {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    fail('options', `must be an object, got ${describe(options)}`);
-  }
+  checkObject(options, 'options');
   rejectUnknownOptions(options, KNOWN, '@sentinel/core');
   const {
     identify = chain<Req>(byApiKey(), byIp()),
