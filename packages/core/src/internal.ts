@@ -1,4 +1,5 @@
-// What the adapters build on besides the public API: not for applications, and free to change.
+// What the adapters and the bench build on besides the public API: not for applications, and free
+// to change.
 
 export {
   adapterOptions,
@@ -7,4 +8,6 @@ export {
   routeLayering,
 } from './adapter-options.ts';
 export { mergeHttpLimiterOptions } from './http/http-limiter.ts';
+// The Lua scripts, for the bench's measure of what each costs Redis.
+export { type LuaScript, type ScriptName, scripts } from './scripts.generated.ts';
 export { checkFunction, checkObject, checkOneOf, describe, fail } from './validation.ts';

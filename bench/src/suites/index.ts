@@ -1,0 +1,17 @@
+// The suites, in the order the issue lists them and RESULTS.md shows them.
+import type { Suite } from '../lib/measure.ts';
+import { degraded } from './degraded.ts';
+import { http } from './http.ts';
+import { memoryStore } from './memory-store.ts';
+import { multiPolicy } from './multi-policy.ts';
+import { nodeDecisions } from './node-decisions.ts';
+import { redisCost } from './redis-cost.ts';
+
+export const SUITES: Record<string, Suite> = {
+  'redis-cost': redisCost,
+  'node-decisions': nodeDecisions,
+  'memory-store': memoryStore,
+  http,
+  degraded,
+  'multi-policy': multiPolicy,
+};
