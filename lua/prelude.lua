@@ -10,6 +10,11 @@ local EPOCH_MS = 1704067200000
 --   and writes the new state only when apply is true and the request is allowed.
 local ALGORITHMS = {}
 
+-- Whether the caller sent its own clock in ARGV[1] (tests do). Keys expire in Redis's real time:
+-- on Redis's clock an expiry set once stays true, while a caller's clock may run at any pace, so
+-- algorithms that set an expiry only once must set it on every write under a caller's clock.
+local CALLER_CLOCK = tonumber(ARGV[1]) ~= nil
+
 -- The fixed-point units of the rate algorithms, the twin of scale in src/algorithms/fixed-point.ts:
 -- returns `token`, the units a token is worth, `rate`, the units a time step adds, and `step`, in
 -- ms. Policies whose limit * window is a safe integer keep token = window, rate = limit and 1 ms
