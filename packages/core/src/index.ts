@@ -1,6 +1,7 @@
 // @sentinel/core: atomic distributed rate limiting, against Redis or in memory.
 // These exports are the public API. The scripts, the evaluator, the connection wrapper and the
 // header serialisers stay internal; adapters build on @sentinel/core/internal.
+export type { BlockCacheOptions } from './block-cache.ts';
 export type { CircuitBreakerOptions } from './circuit-breaker.ts';
 export { SentinelError, type SentinelErrorCode } from './errors.ts';
 export { fingerprint, storageIdentity } from './fingerprint.ts';

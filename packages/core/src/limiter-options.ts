@@ -1,4 +1,5 @@
 // The limiter's options: what each means, and how each is checked and resolved once.
+import { type BlockCache, type BlockCacheOptions, resolveBlockCache } from './block-cache.ts';
 import { type CircuitBreakerOptions, CircuitBreakers } from './circuit-breaker.ts';
 import type { SentinelError } from './errors.ts';
 import { MemoryStore } from './memory-store.ts';
@@ -78,6 +79,13 @@ export interface LimiterOptions {
    * Redis Cluster, a failing master trips only the breaker of the identities it serves.
    */
   breaker?: CircuitBreakerOptions | false;
+  /**
+   * Refuses an identity in process, without a store call, while the store's last refusal of it
+   * has a retry time still to come. Off by default: a reset or a raised limit elsewhere is seen
+   * only when that time passes. It never admits a request the store would refuse.
+   * @default false
+   */
+  blockCache?: boolean | BlockCacheOptions;
   /** Unix ms for the scripts to use instead of the Redis clock: for tests. @default Redis `TIME` */
   clock?: () => number;
 }
@@ -99,6 +107,7 @@ const LIMITER_OPTIONS = {
   timeout: true,
   connectTimeout: true,
   breaker: true,
+  blockCache: true,
   clock: true,
 } as const satisfies Record<keyof LimiterOptions, true>;
 
@@ -117,6 +126,7 @@ export interface ResolvedOptions {
   readonly fallback: Plan;
   readonly report: (error: SentinelError) => void;
   readonly breakers: CircuitBreakers | undefined;
+  readonly blocks: BlockCache | undefined;
 }
 
 /** Checks every option but the store's, which may connect and so comes last. */
@@ -129,6 +139,7 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     onError,
     clock,
     breaker: breakerOptions,
+    blockCache,
   } = options;
   if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
     fail('prefix', 'must be a non-empty string without `{` or `}`, which would break the hash tag');
@@ -138,9 +149,10 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
   if (clock !== undefined) checkFunction(clock, 'clock');
   const { plans, fallback } = resolvePlans(options);
   const breakers = breakerOptions === false ? undefined : new CircuitBreakers(breakerOptions);
+  const blocks = resolveBlockCache(blockCache);
   // The limiter reports only SentinelErrors, so an onError typed for them receives nothing else.
   const report = createReporter(onError as ((error: Error) => void) | undefined, '@sentinel/core');
-  return { prefix, onStoreError, clock, plans, fallback, report, breakers };
+  return { prefix, onStoreError, clock, plans, fallback, report, breakers, blocks };
 }
 
 function resolvePlans(options: LimiterOptions): { plans: Map<string, Plan>; fallback: Plan } {

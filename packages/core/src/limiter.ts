@@ -101,7 +101,20 @@ function decide(
     apply,
     now: parts.clock?.(),
   };
-  return evaluate(parts, plan, request);
+  const { blocks } = parts;
+  if (blocks === undefined || !apply) return evaluate(parts, plan, request);
+  const id = blockId(plan, key);
+  const refusal = blocks.refusal(id, cost, parts.clock?.() ?? Date.now());
+  if (refusal !== undefined) return Promise.resolve(refusal);
+  return evaluate(parts, plan, request).then((decision) => {
+    blocks.remember(id, cost, parts.clock?.() ?? Date.now(), decision);
+    return decision;
+  });
+}
+
+/** Plans whose policies share names and algorithms share state keys, and so their blocks. */
+function blockId(plan: Plan, key: string): string {
+  return `${plan.keySuffixes.join('')}\u0000${key}`;
 }
 
 function checkKey(key: unknown): asserts key is string {
@@ -221,6 +234,7 @@ async function resetKey(
     }
     chosen = [plan];
   }
+  for (const plan of chosen) parts.blocks?.forget(blockId(plan, key));
   const keys = [...new Set(chosen.flatMap((plan) => keysOf(parts, key, plan)))];
   await parts.store.reset(keys);
   await parts.local?.reset(keys);
