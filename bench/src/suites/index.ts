@@ -1,5 +1,6 @@
 // The suites, in the order the issue lists them and RESULTS.md shows them.
 import type { Suite } from '../lib/measure.ts';
+import { blockCache } from './block-cache.ts';
 import { degraded } from './degraded.ts';
 import { http } from './http.ts';
 import { memoryStore } from './memory-store.ts';
@@ -14,4 +15,5 @@ export const SUITES: Record<string, Suite> = {
   http,
   degraded,
   'multi-policy': multiPolicy,
+  'block-cache': blockCache,
 };
