@@ -9,6 +9,7 @@ const ALONE = [
   'packages/core/test/race.test.ts',
   'packages/core/test/cluster.test.ts',
   'test/failure-*.test.ts',
+  'test/bench-smoke.test.ts',
   'test/multi-process/*.test.ts',
   'test/cluster/*.test.ts',
   'test/faults/*.test.ts',

@@ -44,6 +44,8 @@ for (const name of names) {
   console.log(`  (${((performance.now() - started) / 1000).toFixed(1)} s)`);
 }
 
+console.log(`Ran ${reports.length} of ${Object.keys(SUITES).length} suites`);
+
 // Only a full run replaces the committed results; a smoke run or a chosen few suites print.
 if (!smoke && positionals.length === 0) {
   const dir = new URL('../', import.meta.url);

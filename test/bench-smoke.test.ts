@@ -1,0 +1,21 @@
+// Keeps `pnpm bench` working: every suite runs for a moment against the pinned peers. It asserts
+// nothing about speed; bench/RESULTS.md holds the figures of a full run.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+it('runs every benchmark suite to the end', async () => {
+  const { stdout } = await promisify(execFile)('pnpm', ['bench', '--smoke'], {
+    cwd: root,
+    timeout: 240_000,
+    maxBuffer: 16 * 2 ** 20,
+  });
+  const ran = stdout.match(/^# \S+$/gm) ?? [];
+  expect(stdout).toContain(`Ran ${ran.length} of ${ran.length} suites`);
+  expect(ran.length).toBeGreaterThanOrEqual(7);
+  // A figure that could not be measured prints as NaN or n/a: a suite that broke quietly.
+  expect(stdout).not.toMatch(/NaN|n\/a/);
+}, 300_000);
