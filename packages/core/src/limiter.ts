@@ -2,7 +2,7 @@
 import type { CircuitBreaker } from './circuit-breaker.ts';
 import { fixedDecision, toDecision } from './decision.ts';
 import { SentinelError } from './errors.ts';
-import { storageIdentity } from './fingerprint.ts';
+import { IdentityRequest, KeyLayout, storageIdentity } from './fingerprint.ts';
 import {
   type LimiterOptions,
   type ResolvedOptions,
@@ -43,6 +43,8 @@ interface Parts extends ResolvedOptions {
   readonly store: Store;
   /** Decides in this process's memory while the store fails, for `onStoreError: 'local'`. */
   readonly local: MemoryStore | undefined;
+  /** Each plan's keys under this limiter's prefix. */
+  readonly layouts: ReadonlyMap<Plan, KeyLayout>;
 }
 
 export function createLimiter(options: LimiterOptions): Limiter {
@@ -53,7 +55,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // A store that is connected again is probed at once rather than after the cool-down.
   const unsubscribe = breakers && store.onReady?.(() => breakers.probeNow());
   const local = resolved.onStoreError === 'local' ? new MemoryStore() : undefined;
-  const parts: Parts = { ...resolved, store, local };
+  const layouts = new Map<Plan, KeyLayout>();
+  for (const plan of [resolved.fallback, ...resolved.plans.values()]) {
+    layouts.set(plan, new KeyLayout(resolved.prefix, plan));
+  }
+  const parts: Parts = { ...resolved, store, local, layouts };
   return {
     consume: (key, options) => decide(parts, key, options, true),
     peek: (key, options) => decide(parts, key, options, false),
@@ -92,15 +98,13 @@ function decide(
   const tier = options?.tier;
   const plan = planFor(parts, tier);
   if (plan === undefined) return Promise.resolve(unknownTierDecision(parts, tier));
-  const request: StoreRequest = {
-    keys: keysOf(parts, key, plan),
-    policies: plan.policies,
-    script: plan.script,
-    args: plan.args,
+  const request = new IdentityRequest(
+    storageIdentity(key),
+    parts.layouts.get(plan) as KeyLayout,
     cost,
     apply,
-    now: parts.clock?.(),
-  };
+    parts.clock?.(),
+  );
   const { blocks } = parts;
   if (blocks === undefined || !apply) return evaluate(parts, plan, request);
   const id = blockId(plan, key);
@@ -127,8 +131,7 @@ function planFor(parts: Parts, tier: string | undefined): Plan | undefined {
 
 /** The store keys of one identity under a plan: one per policy, all under one hash tag. */
 function keysOf(parts: Parts, key: string, plan: Plan): string[] {
-  const base = `${parts.prefix}:{${storageIdentity(key)}}`;
-  return plan.keySuffixes.map((suffix) => base + suffix);
+  return (parts.layouts.get(plan) as KeyLayout).keysOf(storageIdentity(key));
 }
 
 /** Asks the store, unless the breaker of the server holding the keys is open. */

@@ -1,5 +1,6 @@
 // The embedded store: the same algorithms as the Lua scripts, run in process, with bounded memory.
 import { evaluators, type KeyState, type PolicyInput, type Slot } from './algorithms/index.ts';
+import { IdentityRequest } from './fingerprint.ts';
 import { EPOCH_MS } from './scripts.generated.ts';
 import type { PolicyOutcome, Store, StoreReply, StoreRequest } from './types.ts';
 import { checkObject, checkPositiveInteger, rejectUnknownOptions } from './validation.ts';
@@ -18,20 +19,64 @@ export interface MemoryStoreOptions {
   sweepIntervalMs?: number;
 }
 
-/** Marks a state read since eviction last passed it by; a symbol, so no algorithm's field clashes. */
-const READ = Symbol('read');
+/**
+ * One key: its namespace (the key with its identity cut out, see KeyLayout) and its state, in
+ * the list of its identity's keys. The first entry of a list stands for the identity in eviction.
+ */
+interface Entry {
+  readonly namespace: string;
+  state: KeyState;
+  next: Entry | undefined;
+  /** On the first entry: the identity was read since eviction last passed it by. */
+  read: boolean;
+}
 
-/** A state as the store holds it. */
-type Tracked = KeyState & { [READ]: boolean };
+/**
+ * A key as the store files it: the identity in its hash tag, and the rest. Keys that carry no
+ * hash tag are filed whole, under the empty namespace, which no tagged key has.
+ */
+function splitKey(key: string): { identity: string; namespace: string } {
+  const open = key.indexOf('{');
+  const close = open < 0 ? -1 : key.indexOf('}', open + 1);
+  if (close < 0) return { identity: key, namespace: '' };
+  return {
+    identity: key.slice(open + 1, close),
+    namespace: key.slice(0, open + 1) + key.slice(close),
+  };
+}
 
+/**
+ * The identity and namespaces of a request's keys: given by the limiter's requests, split from
+ * the key strings otherwise. Keys of one request may name different identities.
+ */
+function targetsOf(request: StoreRequest): {
+  identities: string | readonly string[];
+  namespaces: readonly string[];
+} {
+  if (request instanceof IdentityRequest) {
+    return { identities: request.identity, namespaces: request.layout.namespaces };
+  }
+  const split = request.keys.map(splitKey);
+  return { identities: split.map((s) => s.identity), namespaces: split.map((s) => s.namespace) };
+}
+
+/**
+ * Keys are filed by identity: one Map entry holds the list of an identity's keys (one per policy
+ * of its plans), so a decision looks up the short identity rather than building and hashing its
+ * long key strings, and eviction takes an identity's keys together.
+ */
 export class MemoryStore implements Store {
-  readonly #keys = new Map<string, KeyState>();
+  readonly #identities = new Map<string, Entry>();
+  /** Keys held, over every identity. */
+  #size = 0;
   /** Reused by every evaluation: evaluate is synchronous, so one at a time uses them. */
   readonly #input: PolicyInput = { limit: 0, windowMs: 0, cost: 0, now: 0, apply: false };
   readonly #slot: Slot<KeyState> = { state: undefined };
   readonly #maxKeys: number;
-  /** Where eviction goes on from: see #evict. */
-  #hand: MapIterator<[string, KeyState]> = this.#keys.entries();
+  /** Where eviction goes on from, or undefined to start at the oldest: see #evict. */
+  #hand: MapIterator<[string, Entry]> | undefined;
+  /** Identities filed since eviction last moved the hand. */
+  #idle = 0;
   readonly #sweeper: NodeJS.Timeout;
   /** Requests' clock minus the real one: keys expire on the clock their requests carry. */
   #clockOffset = 0;
@@ -52,41 +97,57 @@ export class MemoryStore implements Store {
 
   /** Keys held now, expired ones included until they are swept or read. */
   get size(): number {
-    return this.#keys.size;
+    return this.#size;
   }
 
   evaluate(request: StoreRequest): StoreReply {
     const real = Date.now();
     this.#clockOffset = request.now === undefined ? 0 : request.now - real;
     const now = (request.now ?? real) - EPOCH_MS;
+    const { identities, namespaces } = targetsOf(request);
     // Same two passes as lua/evaluate.lua: several policies look first, then all consume or none.
-    if (request.keys.length === 1 || !request.apply) return this.#run(request, now, request.apply);
-    const look = this.#run(request, now, false);
-    return look.allowed ? this.#run(request, now, true) : look;
+    if (namespaces.length === 1 || !request.apply) {
+      return this.#run(request, identities, namespaces, now, request.apply);
+    }
+    const look = this.#run(request, identities, namespaces, now, false);
+    return look.allowed ? this.#run(request, identities, namespaces, now, true) : look;
   }
 
   reset(keys: readonly string[]): void {
-    for (const key of keys) this.#keys.delete(key);
+    for (const key of keys) {
+      const { identity, namespace } = splitKey(key);
+      const entry = this.#find(identity, namespace);
+      if (entry !== undefined) this.#remove(identity, entry);
+    }
   }
 
   close(): void {
     clearInterval(this.#sweeper);
-    this.#keys.clear();
+    this.#identities.clear();
+    this.#size = 0;
   }
 
-  #run({ keys, policies, cost }: StoreRequest, now: number, apply: boolean): StoreReply {
-    const outcomes: PolicyOutcome[] = new Array(keys.length);
+  #run(
+    { policies, cost }: StoreRequest,
+    identities: string | readonly string[],
+    namespaces: readonly string[],
+    now: number,
+    apply: boolean,
+  ): StoreReply {
+    const outcomes: PolicyOutcome[] = new Array(namespaces.length);
     let allowed = true;
     const input = this.#input;
     input.cost = cost;
     input.now = now;
     input.apply = apply;
     const slot = this.#slot;
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i] as string;
+    for (let i = 0; i < namespaces.length; i++) {
+      const identity = typeof identities === 'string' ? identities : (identities[i] as string);
+      const namespace = namespaces[i] as string;
       const policy = policies[i];
       if (policy === undefined) throw new TypeError('@sentinel/core: one key per policy');
-      const stored = this.#read(key, now);
+      const entry = this.#read(identity, namespace, now);
+      const stored = entry?.state;
       input.limit = policy.limit;
       input.windowMs = policy.windowMs;
       slot.state = stored;
@@ -96,64 +157,121 @@ export class MemoryStore implements Store {
       outcomes[i] = outcome;
       if (!outcome.allowed) allowed = false;
       if (next === undefined) {
-        if (stored !== undefined) this.#keys.delete(key);
-      } else if (next !== stored) {
-        this.#insert(key, next, stored !== undefined);
+        if (entry !== undefined) this.#remove(identity, entry);
+      } else if (entry !== undefined) {
+        entry.state = next;
+      } else {
+        this.#insert(identity, namespace, next);
       }
     }
     return { allowed, policies: outcomes };
   }
 
+  #find(identity: string, namespace: string): Entry | undefined {
+    let entry = this.#identities.get(identity);
+    while (entry !== undefined && entry.namespace !== namespace) entry = entry.next;
+    return entry;
+  }
+
   /**
-   * The live state of a key, marked used; an expired key reads as absent. Marking is one field
-   * write: keeping the Map in exact use order would cost a delete and an insert per read.
+   * A key's live entry, its identity marked used; an expired key reads as absent. Marking is one
+   * field write: keeping the Map in exact use order would cost a delete and an insert per read.
    */
-  #read(key: string, now: number): KeyState | undefined {
-    const state = this.#keys.get(key) as Tracked | undefined;
-    if (state === undefined) return undefined;
-    if (state.expiresAt <= now) {
+  #read(identity: string, namespace: string, now: number): Entry | undefined {
+    const first = this.#identities.get(identity);
+    if (first === undefined) return undefined;
+    first.read = true;
+    let entry: Entry | undefined = first;
+    while (entry !== undefined && entry.namespace !== namespace) entry = entry.next;
+    if (entry === undefined) return undefined;
+    if (entry.state.expiresAt <= now) {
       // Gone for good, as in Redis: a later request with an earlier clock must not revive it.
-      this.#keys.delete(key);
+      this.#remove(identity, entry);
       return undefined;
     }
-    state[READ] = true;
-    return state;
+    return entry;
   }
 
-  /** Stores a key's new state; one replacing a live state keeps its place, as just used. */
-  #insert(key: string, state: KeyState, replacing: boolean): void {
-    (state as Tracked)[READ] = replacing;
-    if (!replacing && this.#keys.size >= this.#maxKeys) this.#evict();
-    this.#keys.set(key, state);
+  /** Files a new key; a new identity comes last in eviction order, as not read yet. */
+  #insert(identity: string, namespace: string, state: KeyState): void {
+    if (this.#size >= this.#maxKeys) {
+      while (this.#size >= this.#maxKeys && this.#evict());
+    } else if (++this.#idle > this.#maxKeys) {
+      // An iterator holds on to every table the Map has outgrown since it last moved: a hand
+      // left still while keys come and go would keep them all. Past maxKeys new keys without
+      // an eviction it is let go, and the next eviction starts a hand at the oldest identity.
+      this.#hand = undefined;
+      this.#idle = 0;
+    }
+    const entry: Entry = { namespace, state, next: undefined, read: false };
+    const first = this.#identities.get(identity);
+    if (first === undefined) {
+      this.#identities.set(identity, entry);
+    } else {
+      // After the first, which keeps the identity's place and mark.
+      entry.next = first.next;
+      first.next = entry;
+    }
+    this.#size++;
+  }
+
+  #remove(identity: string, entry: Entry): void {
+    const first = this.#identities.get(identity) as Entry;
+    this.#size--;
+    if (first === entry) {
+      if (entry.next === undefined) {
+        this.#identities.delete(identity);
+      } else {
+        entry.next.read = entry.read;
+        this.#identities.set(identity, entry.next);
+      }
+      return;
+    }
+    let before = first;
+    while (before.next !== entry) before = before.next as Entry;
+    before.next = entry.next;
   }
 
   /**
-   * Evicts one key, approximately the least recently used, as the CLOCK algorithm does: a hand
-   * goes round the keys in insertion order, and a key read since the hand last passed it is
-   * spared once. The hand is one iterator kept across evictions: a fresh one would walk past
-   * every key deleted at the front of the Map since it last compacted, which under a flood of
-   * new keys is most of it.
+   * Evicts one identity, approximately the least recently used, as the CLOCK algorithm does: a
+   * hand goes round the identities in insertion order, and one read since the hand last passed
+   * it is spared once. The hand is one iterator kept across evictions: a fresh one would walk
+   * past every entry deleted at the front of the Map since it last compacted, which under a
+   * flood of new keys is most of it.
    */
-  #evict(): void {
+  #evict(): boolean {
+    this.#idle = 0;
     for (;;) {
-      let next = this.#hand.next();
-      if (next.done) {
-        this.#hand = this.#keys.entries();
-        next = this.#hand.next();
-        if (next.done) return;
+      const next = this.#advance();
+      if (next === undefined) return false;
+      const [identity, first] = next;
+      if (!first.read) {
+        this.#identities.delete(identity);
+        for (let entry: Entry | undefined = first; entry !== undefined; entry = entry.next) {
+          this.#size--;
+        }
+        return true;
       }
-      const [key, state] = next.value as [string, Tracked];
-      if (!state[READ]) {
-        this.#keys.delete(key);
-        return;
-      }
-      state[READ] = false;
+      first.read = false;
     }
+  }
+
+  /** The identity under the hand, which then moves on; round to the first after the last. */
+  #advance(): [string, Entry] | undefined {
+    let next = this.#hand?.next();
+    if (next === undefined || next.done) {
+      this.#hand = this.#identities.entries();
+      next = this.#hand.next();
+      if (next.done) return undefined;
+    }
+    return next.value;
   }
 
   #sweep(now: number): void {
-    for (const [key, state] of this.#keys) {
-      if (state.expiresAt <= now) this.#keys.delete(key);
+    for (const [identity, first] of this.#identities) {
+      for (let entry: Entry | undefined = first; entry !== undefined; entry = entry.next) {
+        if (entry.state.expiresAt <= now) this.#remove(identity, entry);
+      }
     }
   }
 }
