@@ -28,6 +28,14 @@ local cost = tonumber(ARGV[2])
 local apply = ARGV[3] == '1'
 local count = #KEYS
 
+-- One policy, the common case, decides and writes in a single pass, with nothing built that
+-- the reply does not need: every closure and table a call makes is garbage Redis collects.
+if count == 1 then
+  local allowed, remaining, reset, retry =
+    ALGORITHMS[ARGV[5]](KEYS[1], tonumber(ARGV[6]), tonumber(ARGV[7]), cost, now, apply)
+  return { allowed, allowed, remaining, reset, retry, clock }
+end
+
 local function run(consume)
   local reply = { 1 }
   for i = 1, count do
@@ -41,14 +49,9 @@ local function run(consume)
   return reply
 end
 
--- One policy decides and writes in a single pass. Several first look without writing, and
--- consume from all only when all admit, so a rejection anywhere consumes nothing anywhere.
-local reply
-if count == 1 or not apply then
-  reply = run(apply)
-else
-  reply = run(false)
-  if reply[1] == 1 then reply = run(true) end
-end
+-- Several policies first look without writing, and consume from all only when all admit, so a
+-- rejection anywhere consumes nothing anywhere. A peek only looks.
+local reply = run(false)
+if apply and reply[1] == 1 then reply = run(true) end
 reply[#reply + 1] = clock
 return reply
