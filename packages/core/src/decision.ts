@@ -10,6 +10,7 @@ import type {
 
 export function toDecision(plan: Plan, reply: StoreReply, degraded?: StoreErrorMode): Decision {
   const { policies } = plan;
+  if (policies.length === 1) return singleDecision(plan, reply, degraded);
   const results: PolicyDecision[] = new Array(policies.length);
   const { allowed } = reply;
   // The most restrictive policy: when rejected, the one that blocks longest; when admitted, the
@@ -56,6 +57,39 @@ export function toDecision(plan: Plan, reply: StoreReply, degraded?: StoreErrorM
     retryAfterMs,
     policy: chosen.policy,
     policies: results,
+  };
+  if (plan.tier !== undefined) decision.tier = plan.tier;
+  if (degraded !== undefined) decision.degraded = degraded;
+  return decision;
+}
+
+/**
+ * The decision of a one-policy plan, the usual kind: the same fields in the same order as the
+ * general case builds, without its search for the most restrictive policy.
+ */
+function singleDecision(plan: Plan, reply: StoreReply, degraded?: StoreErrorMode): Decision {
+  const policy = plan.policies[0] as (typeof plan.policies)[number];
+  const outcome = reply.policies[0] as PolicyOutcome;
+  const { allowed } = reply;
+  const decision: Decision = {
+    allowed,
+    limit: policy.limit,
+    remaining: outcome.remaining,
+    resetMs: outcome.resetMs,
+    retryAfterMs: allowed ? 0 : outcome.retryAfterMs,
+    policy: policy.name,
+    policies: [
+      {
+        policy: policy.name,
+        algorithm: policy.algorithm,
+        allowed: outcome.allowed,
+        limit: policy.limit,
+        windowMs: policy.windowMs,
+        remaining: outcome.remaining,
+        resetMs: outcome.resetMs,
+        retryAfterMs: outcome.retryAfterMs,
+      },
+    ],
   };
   if (plan.tier !== undefined) decision.tier = plan.tier;
   if (degraded !== undefined) decision.degraded = degraded;
