@@ -63,6 +63,11 @@ export class IdentityRequest implements StoreRequest {
   readonly policies: StoreRequest['policies'];
   readonly script: StoreRequest['script'];
   readonly args: StoreRequest['args'];
+  /**
+   * Unix ms when the limiter handed it to a store, read once for the breaker and the memory
+   * store alike: Date.now() costs about 50 ns, a tenth of a decision in memory. NaN until sent.
+   */
+  sentAt = Number.NaN;
   #keys: readonly string[] | undefined;
 
   constructor(

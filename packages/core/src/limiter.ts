@@ -12,7 +12,7 @@ import {
 import { MemoryStore } from './memory-store.ts';
 import type { Plan } from './policy.ts';
 import { toRedisConnection } from './redis-connection.ts';
-import type { ConsumeOptions, Decision, Store, StoreReply, StoreRequest } from './types.ts';
+import type { ConsumeOptions, Decision, Store, StoreReply } from './types.ts';
 import { checkPositiveInteger, describe, fail } from './validation.ts';
 
 export { LIMITER_OPTION_NAMES, type LimiterOptions } from './limiter-options.ts';
@@ -45,6 +45,10 @@ interface Parts extends ResolvedOptions {
   readonly local: MemoryStore | undefined;
   /** Each plan's keys under this limiter's prefix. */
   readonly layouts: ReadonlyMap<Plan, KeyLayout>;
+  /** The fallback plan's, without a lookup: calls that name no tier are the usual kind. */
+  readonly fallbackLayout: KeyLayout;
+  /** The one breaker of a store that is one server, looked up once rather than per call. */
+  readonly breaker: CircuitBreaker | undefined;
 }
 
 export function createLimiter(options: LimiterOptions): Limiter {
@@ -59,7 +63,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   for (const plan of [resolved.fallback, ...resolved.plans.values()]) {
     layouts.set(plan, new KeyLayout(resolved.prefix, plan));
   }
-  const parts: Parts = { ...resolved, store, local, layouts };
+  const breaker = store.serverOf === undefined ? breakers?.of('') : undefined;
+  const fallbackLayout = layouts.get(resolved.fallback) as KeyLayout;
+  const parts: Parts = { ...resolved, store, local, layouts, fallbackLayout, breaker };
   return {
     consume: (key, options) => decide(parts, key, options, true),
     peek: (key, options) => decide(parts, key, options, false),
@@ -91,7 +97,8 @@ function decide(
   try {
     checkKey(key);
     cost = options?.cost ?? 1;
-    checkPositiveInteger(cost, 'cost');
+    // The default needs no check.
+    if (cost !== 1) checkPositiveInteger(cost, 'cost');
   } catch (error) {
     return Promise.reject(error);
   }
@@ -100,7 +107,7 @@ function decide(
   if (plan === undefined) return Promise.resolve(unknownTierDecision(parts, tier));
   const request = new IdentityRequest(
     storageIdentity(key),
-    parts.layouts.get(plan) as KeyLayout,
+    tier === undefined ? parts.fallbackLayout : (parts.layouts.get(plan) as KeyLayout),
     cost,
     apply,
     parts.clock?.(),
@@ -135,10 +142,12 @@ function keysOf(parts: Parts, key: string, plan: Plan): string[] {
 }
 
 /** Asks the store, unless the breaker of the server holding the keys is open. */
-function evaluate(parts: Parts, plan: Plan, request: StoreRequest): Promise<Decision> {
+function evaluate(parts: Parts, plan: Plan, request: IdentityRequest): Promise<Decision> {
   const { store, breakers } = parts;
-  const breaker = breakers?.of(store.serverOf?.(request.keys) ?? '');
-  if (breaker && !breaker.allow(Date.now())) return Promise.resolve(degrade(parts, plan, request));
+  const breaker = parts.breaker ?? breakers?.of(store.serverOf?.(request.keys) ?? '');
+  const sentAt = Date.now();
+  request.sentAt = sentAt;
+  if (breaker && !breaker.allow(sentAt)) return Promise.resolve(degrade(parts, plan, request));
   let reply: StoreReply | Promise<StoreReply>;
   try {
     reply = store.evaluate(request);
@@ -164,7 +173,7 @@ function evaluate(parts: Parts, plan: Plan, request: StoreRequest): Promise<Deci
 function failed(
   parts: Parts,
   plan: Plan,
-  request: StoreRequest,
+  request: IdentityRequest,
   error: unknown,
   breaker: CircuitBreaker | undefined,
 ): Decision {
@@ -182,14 +191,23 @@ function failed(
 }
 
 /** The decision `onStoreError` makes without the store. */
-function degrade(parts: Parts, plan: Plan, request: StoreRequest, error?: SentinelError): Decision {
+function degrade(
+  parts: Parts,
+  plan: Plan,
+  request: IdentityRequest,
+  error?: SentinelError,
+): Decision {
   const { onStoreError, local } = parts;
-  const decision =
-    onStoreError === 'deny'
-      ? fixedDecision(plan, false, 1000, 'deny')
-      : local
-        ? toDecision(plan, local.evaluate(request), 'local')
-        : fixedDecision(plan, true, 0, 'allow');
+  let decision: Decision;
+  if (onStoreError === 'deny') {
+    decision = fixedDecision(plan, false, 1000, 'deny');
+  } else if (local) {
+    // Decided now, which may be a while after the store was asked.
+    request.sentAt = Date.now();
+    decision = toDecision(plan, local.evaluate(request), 'local');
+  } else {
+    decision = fixedDecision(plan, true, 0, 'allow');
+  }
   if (error) decision.error = error;
   return decision;
 }

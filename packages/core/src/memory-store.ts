@@ -24,6 +24,8 @@ export interface MemoryStoreOptions {
  * the list of its identity's keys. The first entry of a list stands for the identity in eviction.
  */
 interface Entry {
+  /** Kept so that eviction can walk the Map's values alone, without an array per step. */
+  readonly identity: string;
   readonly namespace: string;
   state: KeyState;
   next: Entry | undefined;
@@ -46,21 +48,6 @@ function splitKey(key: string): { identity: string; namespace: string } {
 }
 
 /**
- * The identity and namespaces of a request's keys: given by the limiter's requests, split from
- * the key strings otherwise. Keys of one request may name different identities.
- */
-function targetsOf(request: StoreRequest): {
-  identities: string | readonly string[];
-  namespaces: readonly string[];
-} {
-  if (request instanceof IdentityRequest) {
-    return { identities: request.identity, namespaces: request.layout.namespaces };
-  }
-  const split = request.keys.map(splitKey);
-  return { identities: split.map((s) => s.identity), namespaces: split.map((s) => s.namespace) };
-}
-
-/**
  * Keys are filed by identity: one Map entry holds the list of an identity's keys (one per policy
  * of its plans), so a decision looks up the short identity rather than building and hashing its
  * long key strings, and eviction takes an identity's keys together.
@@ -74,7 +61,7 @@ export class MemoryStore implements Store {
   readonly #slot: Slot<KeyState> = { state: undefined };
   readonly #maxKeys: number;
   /** Where eviction goes on from, or undefined to start at the oldest: see #evict. */
-  #hand: MapIterator<[string, Entry]> | undefined;
+  #hand: MapIterator<Entry> | undefined;
   /** Identities filed since eviction last moved the hand. */
   #idle = 0;
   readonly #sweeper: NodeJS.Timeout;
@@ -101,10 +88,23 @@ export class MemoryStore implements Store {
   }
 
   evaluate(request: StoreRequest): StoreReply {
-    const real = Date.now();
+    // The limiter's requests name their identity and namespaces, and carry the time they were
+    // sent; other keys are split here, and may then name different identities.
+    let identities: string | readonly string[];
+    let namespaces: readonly string[];
+    let real: number;
+    if (request instanceof IdentityRequest) {
+      identities = request.identity;
+      namespaces = request.layout.namespaces;
+      real = Number.isNaN(request.sentAt) ? Date.now() : request.sentAt;
+    } else {
+      const split = request.keys.map(splitKey);
+      identities = split.map((s) => s.identity);
+      namespaces = split.map((s) => s.namespace);
+      real = Date.now();
+    }
     this.#clockOffset = request.now === undefined ? 0 : request.now - real;
     const now = (request.now ?? real) - EPOCH_MS;
-    const { identities, namespaces } = targetsOf(request);
     // Same two passes as lua/evaluate.lua: several policies look first, then all consume or none.
     if (namespaces.length === 1 || !request.apply) {
       return this.#run(request, identities, namespaces, now, request.apply);
@@ -203,7 +203,7 @@ export class MemoryStore implements Store {
       this.#hand = undefined;
       this.#idle = 0;
     }
-    const entry: Entry = { namespace, state, next: undefined, read: false };
+    const entry: Entry = { identity, namespace, state, next: undefined, read: false };
     const first = this.#identities.get(identity);
     if (first === undefined) {
       this.#identities.set(identity, entry);
@@ -242,11 +242,10 @@ export class MemoryStore implements Store {
   #evict(): boolean {
     this.#idle = 0;
     for (;;) {
-      const next = this.#advance();
-      if (next === undefined) return false;
-      const [identity, first] = next;
+      const first = this.#advance();
+      if (first === undefined) return false;
       if (!first.read) {
-        this.#identities.delete(identity);
+        this.#identities.delete(first.identity);
         for (let entry: Entry | undefined = first; entry !== undefined; entry = entry.next) {
           this.#size--;
         }
@@ -257,10 +256,10 @@ export class MemoryStore implements Store {
   }
 
   /** The identity under the hand, which then moves on; round to the first after the last. */
-  #advance(): [string, Entry] | undefined {
+  #advance(): Entry | undefined {
     let next = this.#hand?.next();
     if (next === undefined || next.done) {
-      this.#hand = this.#identities.entries();
+      this.#hand = this.#identities.values();
       next = this.#hand.next();
       if (next.done) return undefined;
     }
