@@ -1,0 +1,143 @@
+// One memory-store contender in a process of its own, so that its heap is its own: sequential
+// awaited decisions over a set of keys, then the heap after a full collection, as one JSON line.
+// node --expose-gc --import tsx contender.ts <contender> '[{"mode":"cycle","keys":10000,"ms":3000}]'
+import { createLimiter, MemoryStore as SentinelMemoryStore } from '@sentinel/core';
+import { MemoryStore as ErlMemoryStore, type Options } from 'express-rate-limit';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+
+/**
+ * 10,000 a day: no run comes near the limit, so every decision admits and all contenders do the
+ * same work; and a token takes 8.6 s to come back, so a key revisited within that still holds
+ * state (a bucket that is full again has expired, as its Redis key would have).
+ */
+export const LIMIT = 10_000;
+export const WINDOW_MS = 86_400_000;
+
+/** What a contender reports: decisions per second and the heap once its run is over. */
+export interface ContenderResult {
+  readonly perSecond: number;
+  readonly heapUsed: number;
+  /** Admitted share of the timed decisions, to show the run measured admissions. */
+  readonly admitted: number;
+}
+
+/** A contender's decision, and how to let its store go. */
+interface Contender {
+  decide(key: string): Promise<boolean>;
+  close(): Promise<void> | void;
+}
+
+export const CONTENDERS = {
+  /** The default store: the process's shared MemoryStore, maxKeys 100,000. */
+  sentinel: (): Contender => {
+    const limiter = createLimiter({ limit: LIMIT, window: WINDOW_MS, algorithm: 'token-bucket' });
+    return {
+      decide: async (key) => (await limiter.consume(key)).allowed,
+      close: () => limiter.close(),
+    };
+  },
+  /** The same with room for a million keys, to show what holding them all costs. */
+  'sentinel-1m': (): Contender => {
+    const store = new SentinelMemoryStore({ maxKeys: 1_000_000 });
+    const limiter = createLimiter({
+      limit: LIMIT,
+      window: WINDOW_MS,
+      algorithm: 'token-bucket',
+      store,
+    });
+    return {
+      decide: async (key) => (await limiter.consume(key)).allowed,
+      close: async () => {
+        await limiter.close();
+        store.close();
+      },
+    };
+  },
+  'express-rate-limit': (): Contender => {
+    const store = new ErlMemoryStore();
+    store.init({ windowMs: WINDOW_MS } as Options);
+    return {
+      decide: async (key) => (await store.increment(key)).totalHits <= LIMIT,
+      close: () => store.shutdown(),
+    };
+  },
+  'rate-limiter-flexible': (): Contender => {
+    let limiter = new RateLimiterMemory({ points: LIMIT, duration: WINDOW_MS / 1000 });
+    return {
+      decide: async (key) => {
+        try {
+          await limiter.consume(key);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      // It has no close; its keys' timers are unref'd, and a new limiter drops the old keys.
+      close: () => {
+        limiter = new RateLimiterMemory({ points: 1, duration: 1 });
+      },
+    };
+  },
+} satisfies Record<string, () => Contender>;
+
+export type ContenderName = keyof typeof CONTENDERS;
+
+/** One run: `cycle` goes round `keys` keys for `ms` after a pass that creates them all, `flood`
+ * uses `keys` distinct keys once each. */
+export interface RunSpec {
+  readonly mode: 'cycle' | 'flood';
+  readonly keys: number;
+  readonly ms: number;
+}
+
+async function measure(
+  { decide }: Contender,
+  { mode, keys, ms }: RunSpec,
+  gc: () => void,
+): Promise<ContenderResult> {
+  let admitted = 0;
+  let done = 0;
+  let started: number;
+  if (mode === 'flood') {
+    started = performance.now();
+    for (let i = 0; i < keys; i++) if (await decide(`flood-${i}`)) admitted++;
+    done = keys;
+  } else {
+    for (let i = 0; i < keys; i++) await decide(`user-${i}`);
+    started = performance.now();
+    const until = started + ms;
+    let i = 0;
+    while (performance.now() < until) {
+      for (let batch = 0; batch < 1024; batch++) {
+        if (await decide(`user-${i}`)) admitted++;
+        if (++i === keys) i = 0;
+      }
+      done += 1024;
+    }
+  }
+  const perSecond = done / ((performance.now() - started) / 1000);
+  // The store is still reachable here: the caller closes it after this.
+  gc();
+  gc();
+  return { perSecond, heapUsed: process.memoryUsage().heapUsed, admitted: admitted / done };
+}
+
+/** argv: the contender, then runs as JSON; prints one JSON result a line, in order. */
+async function main(): Promise<void> {
+  const [name, runs] = process.argv.slice(2);
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with node --expose-gc');
+  const make = CONTENDERS[name as ContenderName];
+  if (!make) throw new Error(`unknown contender ${name}`);
+  for (const spec of JSON.parse(runs as string) as RunSpec[]) {
+    // A fresh store per run, so that runs in one process do not share keys.
+    const contender = make();
+    const result = await measure(contender, spec, gc);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    await contender.close();
+  }
+  // Peers' timers are unref'd, but the shared Sentinel store outlives its limiters: exit now.
+  process.exit(0);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
