@@ -1,0 +1,36 @@
+// One server under load, in a process of its own:
+//   node --import tsx server.ts <framework> <variant> <redis-url>
+// It prints `listening <port>` once it accepts connections; on SIGTERM or SIGINT it prints
+// `failures <n>`, the failures Sentinel reported, and closes.
+import { sentinelFailures } from './sentinel-options.ts';
+import { FRAMEWORKS, type Framework, type Running, type Variant, variantsOf } from './variants.ts';
+
+type Serve = (variant: Variant, redisUrl: string) => Promise<Running>;
+
+// Imported on demand: loading only one framework keeps each of the suite's many starts short.
+const SERVE: Record<Framework, () => Promise<Serve>> = {
+  express: async () => (await import('./express-app.ts')).serveExpress,
+  koa: async () => (await import('./koa-app.ts')).serveKoa,
+  fastify: async () => (await import('./fastify-app.ts')).serveFastify,
+};
+
+const [framework, variant, redisUrl] = process.argv.slice(2) as [Framework, Variant, string];
+if (!FRAMEWORKS.includes(framework) || !variantsOf(framework).includes(variant) || !redisUrl) {
+  console.error(`usage: server.ts <${FRAMEWORKS.join('|')}> <variant> <redis-url>`);
+  process.exit(2);
+}
+
+const serve = await SERVE[framework]();
+const running = await serve(variant, redisUrl);
+console.log(`listening ${running.port}`);
+
+async function shutdown(): Promise<void> {
+  console.log(`failures ${sentinelFailures()}`);
+  // A close that hangs must not keep the bench waiting; exiting writes a --cpu-prof profile too.
+  const deadline = setTimeout(() => process.exit(1), 2_000);
+  await running.close();
+  clearTimeout(deadline);
+  process.exit(0);
+}
+process.once('SIGTERM', shutdown);
+process.once('SIGINT', shutdown);
