@@ -1,0 +1,439 @@
+// Decision latency while Redis fails: paused (SIGSTOP), where the deadline answers, and down,
+// where the circuit breaker does; Sentinel beside rate-limiter-flexible's insurance limiter.
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  createLimiter,
+  LIMITER_CLIENT_OPTIONS,
+  type Limiter,
+  type SentinelErrorCode,
+} from '@sentinel/core';
+import { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RLWrapperTimeouts } from 'rate-limiter-flexible';
+import {
+  alternate,
+  type BenchConfig,
+  type Contender,
+  median,
+  ms,
+  quantile,
+  type Ratio,
+  type SuiteReport,
+  type Target,
+  times,
+} from '../lib/measure.ts';
+import { type BenchRedis, startRedis } from '../lib/redis-server.ts';
+
+const LIMIT = 1_000_000;
+const WINDOW = '1h';
+const KEYS = 1_000;
+/** Sentinel's default `timeout`, which rate-limiter-flexible's timeout wrapper is given too. */
+const TIMEOUT = 50;
+/** How long a peer with no timeout of its own is waited for before it counts as hung. */
+const HANG_CAP = 10 * TIMEOUT;
+/** p99 budget of a decision while the breaker is open. */
+const OPEN_BUDGET = 2;
+const IN_FLIGHT = [1, 32] as const;
+
+/** How one call was answered. */
+type Answer = 'redis' | 'degraded' | 'insurance' | 'hung';
+
+interface Sample {
+  readonly latencies: number[];
+  readonly answers: Map<Answer, number>;
+}
+
+/** Runs `decide` with `inFlight` calls outstanding for `ms`, timing each call. */
+async function sample(
+  inFlight: number,
+  ms: number,
+  decide: (key: string) => Promise<Answer>,
+): Promise<Sample> {
+  const latencies: number[] = [];
+  const answers = new Map<Answer, number>();
+  const until = performance.now() + ms;
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    // At least one call each, so a peer that hangs still shows it.
+    do {
+      const started = performance.now();
+      const answer = await decide(`k${next++ % KEYS}`);
+      latencies.push(performance.now() - started);
+      answers.set(answer, (answers.get(answer) ?? 0) + 1);
+    } while (performance.now() < until);
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  return { latencies, answers };
+}
+
+// --- The contenders ------------------------------------------------------------------------------
+
+interface Entrant {
+  readonly name: string;
+  decide(key: string): Promise<Answer>;
+  /** Waits until calls left over from a failure have settled. */
+  settle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+function sentinel(name: string, limiter: Limiter): Entrant {
+  return {
+    name,
+    decide: async (key) => ((await limiter.consume(key)).degraded ? 'degraded' : 'redis'),
+    // Until Redis decides again: the breaker has closed and the limiter is back in service.
+    async settle() {
+      for (const until = performance.now() + 5_000; performance.now() < until; ) {
+        if ((await limiter.consume('settle')).degraded === undefined) return;
+        await sleep(20);
+      }
+      throw new Error(`${name} did not recover within 5 s of Redis coming back`);
+    },
+    close: () => limiter.close(),
+  };
+}
+
+async function peerClient(url: string): Promise<Redis> {
+  // The settings of Sentinel's own client: above all no offline queue, so a lost connection
+  // fails a call at once rather than queueing it.
+  const client = new Redis(url, LIMITER_CLIENT_OPTIONS);
+  client.on('error', () => {});
+  if (client.status !== 'ready') await once(client, 'ready');
+  return client;
+}
+
+/**
+ * rate-limiter-flexible as its documentation sets it up for a failing Redis: a memory limiter as
+ * insurance, and, if `timeoutMs`, RLWrapperTimeouts so that a silent Redis is given up on.
+ * Without it a call waits as long as Redis does, so it is capped at HANG_CAP here.
+ */
+async function rateLimiterFlexible(url: string, timeoutMs?: number): Promise<Entrant> {
+  const client = await peerClient(url);
+  const insuranceLimiter = new RateLimiterMemory({ points: LIMIT, duration: 3_600 });
+  const store = new RateLimiterRedis({
+    storeClient: client,
+    useRedisPackage: false,
+    points: LIMIT,
+    duration: 3_600,
+    insuranceLimiter,
+  });
+  const limiter = timeoutMs
+    ? new RLWrapperTimeouts({ limiter: store, timeoutMs, insuranceLimiter })
+    : store;
+  const inFlight = new Set<Promise<unknown>>();
+  // The insurance limiter answers without saying so: it notes the keys it was asked about.
+  const insured = new Map<string, number>();
+  const consume = insuranceLimiter.consume.bind(insuranceLimiter);
+  insuranceLimiter.consume = (key, ...rest) => {
+    insured.set(String(key), (insured.get(String(key)) ?? 0) + 1);
+    return consume(key, ...rest);
+  };
+  const answeredByInsurance = (key: string): boolean => {
+    const count = insured.get(key) ?? 0;
+    if (count > 1) insured.set(key, count - 1);
+    else insured.delete(key);
+    return count > 0;
+  };
+  return {
+    name: timeoutMs
+      ? `rate-limiter-flexible, insurance + RLWrapperTimeouts ${timeoutMs} ms`
+      : 'rate-limiter-flexible, insurance',
+    async decide(key) {
+      const call = limiter.consume(key).catch(() => undefined);
+      inFlight.add(call);
+      void call.then(() => inFlight.delete(call));
+      const cap = new AbortController();
+      const hung = Symbol('hung');
+      const outcome = await Promise.race([
+        call,
+        sleep(HANG_CAP, hung, { signal: cap.signal }).catch(() => undefined),
+      ]);
+      cap.abort();
+      if (outcome === hung) return 'hung';
+      return answeredByInsurance(key) ? 'insurance' : 'redis';
+    },
+    async settle() {
+      await Promise.all(inFlight);
+    },
+    // Not quit(): with Redis gone it rejects, and the client goes on reconnecting for ever.
+    close: async () => client.disconnect(),
+  };
+}
+
+// --- The suite -----------------------------------------------------------------------------------
+
+interface Figures {
+  readonly calls: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+  readonly answers: Map<Answer, number>;
+  /** The calls that waited for the deadline: longer than half the timeout. */
+  readonly waited: number[];
+}
+
+// Math.max(...values) overflows the stack at a few hundred thousand calls.
+const largest = (values: readonly number[]): number => values.reduce((a, b) => Math.max(a, b), 0);
+const smallest = (values: readonly number[]): number =>
+  values.reduce((a, b) => Math.min(a, b), Number.POSITIVE_INFINITY);
+
+function figures(rounds: readonly Sample[]): Figures {
+  const answers = new Map<Answer, number>();
+  for (const round of rounds)
+    for (const [answer, count] of round.answers)
+      answers.set(answer, (answers.get(answer) ?? 0) + count);
+  return {
+    calls: rounds.reduce((sum, r) => sum + r.latencies.length, 0),
+    p50: median(rounds.map((r) => quantile(r.latencies, 0.5))),
+    p99: median(rounds.map((r) => quantile(r.latencies, 0.99))),
+    max: rounds.reduce((most, r) => Math.max(most, largest(r.latencies)), 0),
+    answers,
+    waited: rounds.flatMap((r) => r.latencies.filter((latency) => latency > TIMEOUT / 2)),
+  };
+}
+
+const label = (name: string, inFlight: number): string => `${name}, ${inFlight} in flight`;
+
+function contenders(
+  entrants: readonly Entrant[],
+  ms: number,
+  around: (entrant: Entrant, measure: () => Promise<Sample>) => Promise<Sample>,
+): Contender<Sample>[] {
+  return entrants.flatMap((entrant) =>
+    IN_FLIGHT.map((inFlight) => ({
+      name: label(entrant.name, inFlight),
+      run: () => around(entrant, () => sample(inFlight, ms, entrant.decide)),
+    })),
+  );
+}
+
+async function warm(entrants: readonly Entrant[]): Promise<void> {
+  for (const entrant of entrants) {
+    for (let i = 0; i < 100; i++) {
+      if ((await entrant.decide(`k${i}`)) !== 'redis') throw new Error(`${entrant.name} is not up`);
+    }
+  }
+}
+
+/** Redis paused: each contender's turn pauses it, and resumes it before the next. */
+async function paused(
+  redis: BenchRedis,
+  config: BenchConfig,
+  onError: (error: { code: SentinelErrorCode }) => void,
+): Promise<{ entrants: Entrant[]; results: Map<string, Sample[]> }> {
+  const entrants = [
+    sentinel(
+      'Sentinel',
+      createLimiter({ redisUrl: redis.url, limit: LIMIT, window: WINDOW, onError }),
+    ),
+    sentinel(
+      'Sentinel, breaker: false',
+      createLimiter({ redisUrl: redis.url, limit: LIMIT, window: WINDOW, onError, breaker: false }),
+    ),
+    await rateLimiterFlexible(redis.url, TIMEOUT),
+    await rateLimiterFlexible(redis.url),
+  ];
+  try {
+    await warm(entrants);
+    const results = await alternate(
+      config.rounds,
+      contenders(entrants, config.seconds * 1000, async (entrant, measure) => {
+        redis.pause();
+        try {
+          return await measure();
+        } finally {
+          redis.resume();
+          await entrant.settle();
+        }
+      }),
+    );
+    return { entrants, results };
+  } finally {
+    redis.resume();
+    for (const entrant of entrants) await entrant.close().catch(() => {});
+  }
+}
+
+/** Redis stopped, once the breaker has opened: decisions come back degraded at once. */
+async function down(
+  redis: BenchRedis,
+  stop: () => Promise<void>,
+  config: BenchConfig,
+  onError: (error: { code: SentinelErrorCode }) => void,
+): Promise<{ entrants: Entrant[]; results: Map<string, Sample[]> }> {
+  const entrants = [
+    sentinel(
+      'Sentinel',
+      createLimiter({ redisUrl: redis.url, limit: LIMIT, window: WINDOW, onError }),
+    ),
+    await rateLimiterFlexible(redis.url),
+  ];
+  try {
+    await warm(entrants);
+    await stop();
+    await untilFastAndDegraded(entrants);
+    const results = await alternate(
+      config.rounds,
+      contenders(entrants, config.seconds * 1000, (_, measure) => measure()),
+    );
+    return { entrants, results };
+  } finally {
+    for (const entrant of entrants) await entrant.close().catch(() => {});
+  }
+}
+
+/** Until twenty calls in a row of each entrant come back in under 1 ms, not from Redis. */
+async function untilFastAndDegraded(entrants: readonly Entrant[]): Promise<void> {
+  for (const entrant of entrants) {
+    let fast = 0;
+    for (const until = performance.now() + 5_000; fast < 20; ) {
+      if (performance.now() > until)
+        throw new Error(`${entrant.name} did not fail fast within 5 s`);
+      const started = performance.now();
+      const answer = await entrant.decide('probe');
+      fast = answer !== 'redis' && performance.now() - started < 1 ? fast + 1 : 0;
+      if (fast === 0) await sleep(10);
+    }
+  }
+}
+
+export const degraded = async (config: BenchConfig): Promise<SuiteReport> => {
+  const errors = new Map<SentinelErrorCode, number>();
+  const onError = ({ code }: { code: SentinelErrorCode }): void =>
+    void errors.set(code, (errors.get(code) ?? 0) + 1);
+  const redis = await startRedis();
+  // The down phase stops Redis itself; stopping twice would wait for a second exit.
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => (stopping ??= redis.stop());
+  try {
+    const pausedRun = await paused(redis, config, onError);
+    const pausedErrors = new Map(errors);
+    errors.clear();
+    const downRun = await down(redis, stop, config, onError);
+    return report(config, pausedRun, downRun, pausedErrors, errors);
+  } finally {
+    await stop();
+  }
+};
+
+interface Run {
+  readonly entrants: readonly Entrant[];
+  readonly results: Map<string, Sample[]>;
+}
+
+function answered(answers: Map<Answer, number>): string {
+  return [...answers].map(([answer, count]) => `${answer} ${count}`).join(', ');
+}
+
+function codes(errors: Map<SentinelErrorCode, number>): string {
+  return [...errors].map(([code, count]) => `${code} ×${count}`).join(', ') || 'none';
+}
+
+function report(
+  config: BenchConfig,
+  pausedRun: Run,
+  downRun: Run,
+  pausedErrors: Map<SentinelErrorCode, number>,
+  downErrors: Map<SentinelErrorCode, number>,
+): SuiteReport {
+  const of = (run: Run, name: string, inFlight: number): Figures =>
+    figures(run.results.get(label(name, inFlight)) ?? []);
+  const rows = (condition: string, run: Run): string[][] =>
+    run.entrants.flatMap(({ name }) =>
+      IN_FLIGHT.map((inFlight) => {
+        const f = of(run, name, inFlight);
+        return [
+          condition,
+          name,
+          String(inFlight),
+          String(f.calls),
+          ms(f.p50),
+          ms(f.p99),
+          ms(f.max),
+          answered(f.answers),
+        ];
+      }),
+    );
+
+  const open = IN_FLIGHT.map((inFlight) => ({ inFlight, ...of(downRun, 'Sentinel', inFlight) }));
+  const openP99 = Math.max(...open.map((f) => f.p99));
+  const allDegraded = open.every((f) => f.answers.size === 1 && f.answers.has('degraded'));
+  const stalled = IN_FLIGHT.map((inFlight) => ({
+    inFlight,
+    ...of(pausedRun, 'Sentinel', inFlight),
+  }));
+  const slowest = Math.max(...stalled.map((f) => f.max));
+  const peerTimeout = `rate-limiter-flexible, insurance + RLWrapperTimeouts ${TIMEOUT} ms`;
+  const peerSlowest = Math.max(...IN_FLIGHT.map((n) => of(pausedRun, peerTimeout, n).max));
+
+  const targets: Target[] = [
+    {
+      goal: `breaker open (Redis down): decision p99 at most ${OPEN_BUDGET} ms`,
+      figure:
+        open.map((f) => `p99 ${ms(f.p99)} at ${f.inFlight} in flight`).join(', ') +
+        (allDegraded
+          ? ', every call answered degraded'
+          : ', but not every call was answered degraded'),
+      met: openP99 <= OPEN_BUDGET && allDegraded,
+    },
+    {
+      goal: `Redis paused: no decision slower than the deadline (timeout ${TIMEOUT} ms)`,
+      figure: stalled
+        .map((f) => `max ${ms(f.max)}, p99 ${ms(f.p99)} at ${f.inFlight} in flight`)
+        .join('; '),
+      met: slowest <= TIMEOUT,
+    },
+  ];
+  const ratios: Ratio[] = [
+    { label: 'paused: timeout ÷ slowest decision', value: TIMEOUT / slowest, goal: 1 },
+    {
+      label: 'paused, slowest: rate-limiter-flexible (50 ms wrapper) ÷ Sentinel',
+      value: peerSlowest / slowest,
+    },
+  ];
+  const waitedNote = (name: string): string =>
+    IN_FLIGHT.map((inFlight) => {
+      const { waited, calls } = of(pausedRun, name, inFlight);
+      return (
+        `${inFlight} in flight: ${waited.length} of ${calls} calls waited for the deadline (min ${ms(smallest(waited))}, ` +
+        `median ${ms(median(waited))}, max ${ms(largest(waited))})`
+      );
+    }).join('; ');
+
+  return {
+    title: 'Degraded mode',
+    method:
+      `Per-call latency of \`consume\` with 1 and ${IN_FLIGHT[1]} calls in flight, ` +
+      `${config.seconds} s per contender per round, ${config.rounds} rounds taking turns; p50 and ` +
+      'p99 are medians over the rounds, max is the slowest call of all. Sentinel is ' +
+      `\`createLimiter({ redisUrl, limit, window })\` with default options (\`timeout\` ${TIMEOUT} ms, ` +
+      'breaker 3 failures, 1 s cool-down), plus an `onError` that counts the codes. **Paused**: ' +
+      'each turn sends SIGSTOP to redis-server, measures, then resumes it and waits until the ' +
+      'contender decides on Redis again; a second Sentinel with `breaker: false` waits the deadline ' +
+      'on every call. **Down**: redis-server is killed after a warm-up, and measuring starts once ' +
+      'twenty calls in a row come back in under 1 ms without Redis (the breaker is open). The peer ' +
+      "is rate-limiter-flexible's `RateLimiterRedis` with a `RateLimiterMemory` insurance limiter, " +
+      `on an ioredis client with \`LIMITER_CLIENT_OPTIONS\`, and, paused, also wrapped in ` +
+      `\`RLWrapperTimeouts\` with \`timeoutMs\` ${TIMEOUT}; a call still unanswered after ` +
+      `${HANG_CAP} ms counts as hung and the bench stops waiting for it.`,
+    columns: ['Redis', 'contender', 'in flight', 'calls', 'p50', 'p99', 'max', 'answered by'],
+    rows: [...rows('paused', pausedRun), ...rows('down', downRun)],
+    ratios,
+    targets,
+    notes: [
+      `Paused, Sentinel with its breaker: ${waitedNote('Sentinel')}. The rest were answered by the open breaker.`,
+      `Paused, Sentinel with \`breaker: false\` (every call meets the deadline): ${waitedNote('Sentinel, breaker: false')}.`,
+      `Why a paused Redis costs more than ${TIMEOUT} ms: a call gives up once Redis has been silent for ` +
+        `its deadline, plus the uncertainty of Redis's clock, as the deadline timer (every ` +
+        `${TIMEOUT / 5} ms) finds it, confirmed one loop turn later; and the deadline stretches up ` +
+        `to 2 × timeout while Redis has lately been slow to answer. The README's Failure policy ` +
+        `gives 55 to 65 ms for the default; the slowest here was ${ms(slowest)} ` +
+        `(${times(slowest / TIMEOUT)} the timeout).`,
+      `rate-limiter-flexible without a timeout wrapper waits as long as Redis is paused (calls ` +
+        `counted as hung after ${HANG_CAP} ms), and those calls then count against the quota when ` +
+        'Redis resumes. With `RLWrapperTimeouts` the caller is answered by the insurance limiter ' +
+        'after the timeout, but the command stays queued and still runs when Redis resumes; ' +
+        "Sentinel's calls carry an expiry, so Redis ignores them.",
+      `Errors Sentinel reported: paused (both limiters) ${codes(pausedErrors)}; down ${codes(downErrors)}.`,
+    ],
+  };
+}

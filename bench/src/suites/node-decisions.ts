@@ -1,0 +1,402 @@
+// Decisions per second from one Node process on Redis: each of Sentinel's algorithms, with and
+// without auto-pipelining, against the peers' Redis stores, the reference script and a bare INCR.
+
+import { once } from 'node:events';
+import {
+  ALGORITHMS,
+  type Algorithm,
+  createLimiter,
+  createRedisClient,
+  LIMITER_CLIENT_OPTIONS,
+  type Limiter,
+} from '@sentinel/core';
+import type { Options as ExpressRateLimitOptions } from 'express-rate-limit';
+import { Redis } from 'ioredis';
+import { RedisStore as RateLimitRedisStore, type RedisReply } from 'rate-limit-redis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { createClient } from 'redis';
+import {
+  alternate,
+  type BenchConfig,
+  type Contender,
+  median,
+  type Ratio,
+  rate,
+  type SuiteReport,
+  saturate,
+  type Target,
+  times,
+} from '../lib/measure.ts';
+import { type BenchRedis, startRedis } from '../lib/redis-server.ts';
+import { REFERENCE_SCRIPT } from '../reference-script.ts';
+
+const IN_FLIGHT = 256;
+const KEYS = 10_000;
+// Large enough that every call is admitted for the whole run, and within the sliding window
+// log's bound of 10,000: 10k keys share the load, so each key sees a few hundred calls at most.
+const LIMIT = 10_000;
+const WINDOW_S = 3_600;
+
+/** One contender's round: its rate, and the CPU each side spent per second of it. */
+interface RoundFigures {
+  /** Admitted decisions per second: those Redis made. A degraded answer is not counted. */
+  readonly perSecond: number;
+  /** Calls completed per second, admitted or not. */
+  readonly callsPerSecond: number;
+  /** Calls not admitted: refused, degraded or failed. */
+  readonly notAdmitted: number;
+  /** Node's CPU, in cores (1 = one core busy). */
+  readonly nodeCpu: number;
+  /** redis-server's CPU, in cores. */
+  readonly redisCpu: number;
+}
+
+/** A contender's decision: true when the call was admitted by a store that answered. */
+type Decide = (key: string) => Promise<boolean>;
+
+interface Entrant {
+  readonly name: string;
+  readonly decide: Decide;
+  readonly close: () => Promise<void>;
+}
+
+async function redisCpuSeconds(redis: BenchRedis): Promise<number> {
+  const info = await redis.admin.info('cpu');
+  const field = (name: string): number => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1]);
+  return field('used_cpu_sys') + field('used_cpu_user');
+}
+
+function runner(
+  redis: BenchRedis,
+  entrant: Entrant,
+  ms: number,
+  tag: string,
+): Contender<RoundFigures> {
+  return {
+    name: entrant.name,
+    async run() {
+      let notAdmitted = 0;
+      const redisBefore = await redisCpuSeconds(redis);
+      const nodeBefore = process.cpuUsage();
+      const started = performance.now();
+      const callsPerSecond = await saturate(IN_FLIGHT, ms, async (i) => {
+        if (!(await entrant.decide(`${tag}:${i % KEYS}`))) notAdmitted++;
+      });
+      const elapsed = (performance.now() - started) / 1000;
+      const perSecond = callsPerSecond - notAdmitted / elapsed;
+      const node = process.cpuUsage(nodeBefore);
+      const redisCpu = ((await redisCpuSeconds(redis)) - redisBefore) / elapsed;
+      return {
+        perSecond,
+        callsPerSecond,
+        notAdmitted,
+        nodeCpu: (node.user + node.system) / 1e6 / elapsed,
+        redisCpu,
+      };
+    },
+  };
+}
+
+// --- The contenders ------------------------------------------------------------------------------
+
+function sentinel(name: string, limiter: Limiter, close: () => Promise<void>): Entrant {
+  return {
+    name,
+    async decide(key) {
+      const decision = await limiter.consume(key);
+      return decision.allowed && decision.degraded === undefined;
+    },
+    async close() {
+      await limiter.close();
+      await close();
+    },
+  };
+}
+
+function fromUrl(url: string, algorithm: Algorithm): Entrant {
+  const limiter = createLimiter({ redisUrl: url, limit: LIMIT, window: `${WINDOW_S}s`, algorithm });
+  return sentinel(`Sentinel ${algorithm}`, limiter, async () => {});
+}
+
+function autoPipelined(url: string, algorithm: Algorithm): Entrant {
+  const client = createRedisClient(url, { enableAutoPipelining: true });
+  const limiter = createLimiter({ redis: client, limit: LIMIT, window: `${WINDOW_S}s`, algorithm });
+  return sentinel(`Sentinel ${algorithm}, auto-pipelining`, limiter, async () => {
+    client.disconnect();
+  });
+}
+
+async function nodeRedis(url: string, algorithm: Algorithm): Promise<Entrant> {
+  // node-redis writes every command of one tick in one go, without an option.
+  const client = createClient({ url, disableOfflineQueue: true });
+  client.on('error', () => {});
+  await client.connect();
+  const limiter = createLimiter({ redis: client, limit: LIMIT, window: `${WINDOW_S}s`, algorithm });
+  return sentinel(`Sentinel ${algorithm}, node-redis`, limiter, async () => {
+    await client.close();
+  });
+}
+
+/** The peers each get an ioredis client of their own, with the settings Sentinel's has. */
+async function peerClient(url: string): Promise<Redis> {
+  const client = new Redis(url, LIMITER_CLIENT_OPTIONS);
+  client.on('error', () => {});
+  // Without the offline queue, a command sent before the connection is up fails.
+  if (client.status !== 'ready') await once(client, 'ready');
+  return client;
+}
+
+async function rateLimitRedis(url: string): Promise<Entrant> {
+  const client = await peerClient(url);
+  const store = new RateLimitRedisStore({
+    sendCommand: (command: string, ...args: string[]) =>
+      client.call(command, ...args) as Promise<RedisReply>,
+  });
+  await store.init({ windowMs: WINDOW_S * 1000 } as ExpressRateLimitOptions);
+  return {
+    name: 'rate-limit-redis',
+    decide: async (key) => (await store.increment(key)).totalHits <= LIMIT,
+    close: async () => client.disconnect(),
+  };
+}
+
+async function rateLimiterFlexible(url: string): Promise<Entrant> {
+  const client = await peerClient(url);
+  const limiter = new RateLimiterRedis({
+    storeClient: client,
+    useRedisPackage: false,
+    points: LIMIT,
+    duration: WINDOW_S,
+  });
+  return {
+    name: 'rate-limiter-flexible',
+    // consume rejects when it refuses, or when Redis fails.
+    decide: (key) =>
+      limiter.consume(key).then(
+        () => true,
+        () => false,
+      ),
+    close: async () => client.disconnect(),
+  };
+}
+
+type ReferenceClient = Redis & {
+  referenceBucket(key: string, limit: number, windowS: number, nowS: number): Promise<number>;
+};
+
+async function referenceScript(url: string): Promise<Entrant> {
+  const client = (await peerClient(url)) as ReferenceClient;
+  client.defineCommand('referenceBucket', { numberOfKeys: 1, lua: REFERENCE_SCRIPT });
+  return {
+    name: 'reference script (defineCommand)',
+    decide: async (key) =>
+      (await client.referenceBucket(key, LIMIT, WINDOW_S, Date.now() / 1000)) === 1,
+    close: async () => client.disconnect(),
+  };
+}
+
+async function bareIncr(url: string): Promise<Entrant> {
+  const client = await peerClient(url);
+  return {
+    name: 'bare INCR',
+    decide: async (key) => (await client.incr(key)) > 0,
+    close: async () => client.disconnect(),
+  };
+}
+
+// --- The suite -----------------------------------------------------------------------------------
+
+const TOKEN_BUCKET = 'Sentinel token-bucket';
+const RATE_LIMITER_FLEXIBLE = 'rate-limiter-flexible';
+const RATE_LIMIT_REDIS = 'rate-limit-redis';
+const REFERENCE = 'reference script (defineCommand)';
+
+async function entrants(url: string): Promise<Entrant[]> {
+  const list: Entrant[] = [];
+  for (const algorithm of ALGORITHMS)
+    list.push(fromUrl(url, algorithm), autoPipelined(url, algorithm));
+  list.push(await nodeRedis(url, 'token-bucket'));
+  for (const peer of [rateLimiterFlexible, rateLimitRedis, referenceScript, bareIncr]) {
+    list.push(await peer(url));
+  }
+  return list;
+}
+
+export const nodeDecisions = async (config: BenchConfig): Promise<SuiteReport> => {
+  const redis = await startRedis();
+  let list: Entrant[] = [];
+  try {
+    list = await entrants(redis.url);
+    // Each contender keeps its own 10k keys, so no one meets another's state.
+    const contenders = (ms: number) =>
+      list.map((entrant, n) => runner(redis, entrant, ms, `c${n}`));
+    // Not counted: connections up, scripts loaded, code compiled.
+    await alternate(1, contenders(config.smoke ? 30 : 300));
+    const figures = await alternate(config.rounds, contenders(config.seconds * 1000));
+    return report(config, list, figures);
+  } finally {
+    for (const entrant of list) await entrant.close().catch(() => {});
+    await redis.stop();
+  }
+};
+
+function report(
+  config: BenchConfig,
+  list: readonly Entrant[],
+  figures: Map<string, RoundFigures[]>,
+): SuiteReport {
+  const rounds = (name: string): RoundFigures[] => figures.get(name) ?? [];
+  const perSecond = (name: string): number => median(rounds(name).map((r) => r.perSecond));
+  const ratio = (a: string, b: string): number => perSecond(a) / perSecond(b);
+  const perDecisionUs = (name: string, cpu: (r: RoundFigures) => number): string =>
+    median(rounds(name).map((r) => (cpu(r) / r.callsPerSecond) * 1e6)).toFixed(1);
+
+  const rows = list.map(({ name }) => [
+    name,
+    rate(perSecond(name)),
+    rounds(name)
+      .map((r) => rate(r.perSecond))
+      .join(', '),
+    perDecisionUs(name, (r) => r.nodeCpu),
+    perDecisionUs(name, (r) => r.redisCpu),
+    String(rounds(name).reduce((sum, r) => sum + r.notAdmitted, 0)),
+  ]);
+
+  const pipelining = ALGORITHMS.map((algorithm) => {
+    const off = rounds(`Sentinel ${algorithm}`);
+    const on = rounds(`Sentinel ${algorithm}, auto-pipelining`);
+    // Paired by round: both ran within seconds of each other.
+    const paired = on.map((r, i) => r.perSecond / (off[i]?.perSecond ?? Number.NaN));
+    return {
+      algorithm,
+      value: ratio(`Sentinel ${algorithm}, auto-pipelining`, `Sentinel ${algorithm}`),
+      paired,
+    };
+  });
+
+  const ratios: Ratio[] = [
+    {
+      label: `token-bucket ÷ ${RATE_LIMITER_FLEXIBLE}`,
+      value: ratio(TOKEN_BUCKET, RATE_LIMITER_FLEXIBLE),
+      goal: 1.3,
+    },
+    {
+      label: `token-bucket ÷ ${RATE_LIMIT_REDIS}`,
+      value: ratio(TOKEN_BUCKET, RATE_LIMIT_REDIS),
+      goal: 1,
+    },
+    { label: 'token-bucket ÷ reference script', value: ratio(TOKEN_BUCKET, REFERENCE) },
+    ...pipelining.map(({ algorithm, value }) => ({
+      label: `${algorithm}: auto-pipelining on ÷ off`,
+      value,
+    })),
+    {
+      label: 'token-bucket: node-redis ÷ ioredis',
+      value: ratio(`${TOKEN_BUCKET}, node-redis`, TOKEN_BUCKET),
+    },
+  ];
+
+  const target = (peer: string, goal: number): Target => {
+    const value = ratio(TOKEN_BUCKET, peer);
+    return {
+      goal: `token-bucket decisions/s at least ${goal.toFixed(1)}× ${peer}'s`,
+      figure: `${times(value)} (${rate(perSecond(TOKEN_BUCKET))}/s vs ${rate(perSecond(peer))}/s)`,
+      met: value >= goal,
+    };
+  };
+  const sentinelMisses = list
+    .filter(({ name }) => name.startsWith('Sentinel'))
+    .reduce((sum, { name }) => sum + rounds(name).reduce((s, r) => s + r.notAdmitted, 0), 0);
+
+  return {
+    title: 'Decisions per second from one Node process',
+    method:
+      `One Node process keeps ${IN_FLIGHT} decisions in flight for ${config.seconds} s per round, ` +
+      `over ${KEYS / 1000}k keys, against a redis-server of its own on loopback; ${config.rounds} ` +
+      'rounds, contenders taking turns (every other round in reverse) after an uncounted ' +
+      'warm-up, each reported by its median. Sentinel runs `createLimiter({ redisUrl, limit, ' +
+      'window, algorithm })` with default options for each algorithm; again with ' +
+      '`createRedisClient(url, { enableAutoPipelining: true })` passed as `redis`; and the token ' +
+      'bucket once more on a node-redis 6 client. Each peer gets an ioredis 6 client of its own ' +
+      'with `LIMITER_CLIENT_OPTIONS`, the settings of the client Sentinel builds: ' +
+      "rate-limit-redis's store (`increment`), rate-limiter-flexible's `RateLimiterRedis` " +
+      "(`consume`), the original design's token-bucket script through `defineCommand`, and a " +
+      `bare \`INCR\`. Limits are ${LIMIT.toLocaleString('en')} per hour, so every call is ` +
+      "admitted. CPU per decision is Node's `process.cpuUsage()` and redis-server's " +
+      '`INFO cpu`, divided by the decisions made.',
+    columns: [
+      'contender',
+      'decisions/s',
+      'each round',
+      'Node CPU µs/decision',
+      'Redis CPU µs/decision',
+      'not admitted',
+    ],
+    rows,
+    ratios,
+    targets: [
+      target(RATE_LIMITER_FLEXIBLE, 1.3),
+      target(RATE_LIMIT_REDIS, 1),
+      {
+        goal: `no Sentinel call refused, degraded or failed at ${IN_FLIGHT} in flight`,
+        figure: `${sentinelMisses} not admitted`,
+        met: sentinelMisses === 0,
+      },
+    ],
+    notes: [
+      pipeliningNote(pipelining),
+      bottleneckNote(rounds),
+      ...(sentinelMisses > 0 ? [missesNote(list, rounds)] : []),
+    ],
+  };
+}
+
+function pipeliningNote(
+  pipelining: readonly { algorithm: string; value: number; paired: number[] }[],
+): string {
+  const wins = pipelining.filter(({ value }) => value > 1.02).length;
+  const losses = pipelining.filter(({ value }) => value < 0.98).length;
+  const each = pipelining
+    .map(
+      ({ algorithm, value, paired }) =>
+        `${algorithm} ${times(value)} (rounds: ${paired.map(times).join(', ')})`,
+    )
+    .join('; ');
+  const verdict =
+    wins === pipelining.length
+      ? 'ioredis auto-pipelining wins for every algorithm'
+      : losses === pipelining.length
+        ? 'ioredis auto-pipelining loses for every algorithm'
+        : `ioredis auto-pipelining wins (by more than 2%) for ${wins} of ${pipelining.length} algorithms and loses for ${losses}`;
+  return `Auto-pipelining, on ÷ off at ${IN_FLIGHT} in flight: ${verdict}. ${each}.`;
+}
+
+function bottleneckNote(rounds: (name: string) => RoundFigures[]): string {
+  const cores = (name: string, side: (r: RoundFigures) => number): string =>
+    median(rounds(name).map(side)).toFixed(2);
+  const line = (name: string): string =>
+    `${name} keeps Node at ${cores(name, (r) => r.nodeCpu)} cores and redis-server at ` +
+    `${cores(name, (r) => r.redisCpu)}`;
+  return (
+    `Where the time goes (one core is 1.00): ${line(TOKEN_BUCKET)}; ` +
+    `${line(`${TOKEN_BUCKET}, auto-pipelining`)}; ${line(RATE_LIMITER_FLEXIBLE)}; ` +
+    `${line(RATE_LIMIT_REDIS)}. Node and Redis share two cores here, so the side nearer ` +
+    '1.00 is the bottleneck, and Node CPU per decision is what our own JavaScript costs.'
+  );
+}
+
+function missesNote(list: readonly Entrant[], rounds: (name: string) => RoundFigures[]): string {
+  const misses = list
+    .filter(({ name }) => name.startsWith('Sentinel'))
+    .flatMap(({ name }) =>
+      rounds(name).flatMap((r, i) =>
+        r.notAdmitted ? [`${name} round ${i + 1}: ${r.notAdmitted}`] : [],
+      ),
+    );
+  return (
+    `Degraded answers under load (the limits admit every call, so each miss is a store failure ` +
+    `answered by the failure policy, not counted in decisions/s): ${misses.join('; ')}. A call ` +
+    'fails when Redis sends nothing for its deadline while this process waits; on a machine ' +
+    'whose cores are shared, a redis-server kept off the CPU that long looks the same.'
+  );
+}
