@@ -7,8 +7,8 @@ import { checkObject, checkPositiveInteger, rejectUnknownOptions } from './valid
 
 export interface MemoryStoreOptions {
   /**
-   * Keys kept at most; past it a key not used lately is evicted (approximately the least
-   * recently used one, as Redis's `allkeys-lru` does).
+   * Keys kept at most; past it the keys of an identity not used lately are evicted together
+   * (approximately the least recently used identity, as Redis's `allkeys-lru` picks keys).
    * @default 100_000
    */
   maxKeys?: number;
@@ -25,8 +25,8 @@ export interface MemoryStoreOptions {
  */
 interface Entry {
   /** Kept so that eviction can walk the Map's values alone, without an array per step. */
-  readonly identity: string;
-  readonly namespace: string;
+  identity: string;
+  namespace: string;
   state: KeyState;
   next: Entry | undefined;
   /** On the first entry: the identity was read since eviction last passed it by. */
@@ -64,6 +64,10 @@ export class MemoryStore implements Store {
   #hand: MapIterator<Entry> | undefined;
   /** Identities filed since eviction last moved the hand. */
   #idle = 0;
+  /** The first entry of the identity #read last looked up, as it left it. */
+  #first: Entry | undefined;
+  /** The entry of the identity last evicted, if it had one key: the next new key reuses it. */
+  #spare: Entry | undefined;
   readonly #sweeper: NodeJS.Timeout;
   /** Requests' clock minus the real one: keys expire on the clock their requests carry. */
   #clockOffset = 0;
@@ -125,6 +129,9 @@ export class MemoryStore implements Store {
     clearInterval(this.#sweeper);
     this.#identities.clear();
     this.#size = 0;
+    this.#hand = undefined;
+    this.#first = undefined;
+    this.#spare = undefined;
   }
 
   #run(
@@ -161,7 +168,7 @@ export class MemoryStore implements Store {
       } else if (entry !== undefined) {
         entry.state = next;
       } else {
-        this.#insert(identity, namespace, next);
+        this.#insert(identity, namespace, next, this.#first);
       }
     }
     return { allowed, policies: outcomes };
@@ -179,6 +186,7 @@ export class MemoryStore implements Store {
    */
   #read(identity: string, namespace: string, now: number): Entry | undefined {
     const first = this.#identities.get(identity);
+    this.#first = first;
     if (first === undefined) return undefined;
     first.read = true;
     let entry: Entry | undefined = first;
@@ -187,15 +195,22 @@ export class MemoryStore implements Store {
     if (entry.state.expiresAt <= now) {
       // Gone for good, as in Redis: a later request with an earlier clock must not revive it.
       this.#remove(identity, entry);
+      this.#first = first === entry ? entry.next : first;
       return undefined;
     }
     return entry;
   }
 
-  /** Files a new key; a new identity comes last in eviction order, as not read yet. */
-  #insert(identity: string, namespace: string, state: KeyState): void {
+  /**
+   * Files a new key; a new identity comes last in eviction order, as not read yet. `known` is
+   * the identity's first entry as #read found it, which spares a lookup unless eviction ran.
+   */
+  #insert(identity: string, namespace: string, state: KeyState, known: Entry | undefined): void {
+    let first = known;
     if (this.#size >= this.#maxKeys) {
       while (this.#size >= this.#maxKeys && this.#evict());
+      // Eviction may have taken this very identity.
+      if (first !== undefined) first = this.#identities.get(identity);
     } else if (++this.#idle > this.#maxKeys) {
       // An iterator holds on to every table the Map has outgrown since it last moved: a hand
       // left still while keys come and go would keep them all. Past maxKeys new keys without
@@ -203,8 +218,17 @@ export class MemoryStore implements Store {
       this.#hand = undefined;
       this.#idle = 0;
     }
-    const entry: Entry = { identity, namespace, state, next: undefined, read: false };
-    const first = this.#identities.get(identity);
+    let entry = this.#spare;
+    if (entry === undefined) {
+      entry = { identity, namespace, state, next: undefined, read: false };
+    } else {
+      // Recycled: under a flood every new key evicts one, and its entry would be old garbage.
+      this.#spare = undefined;
+      entry.identity = identity;
+      entry.namespace = namespace;
+      entry.state = state;
+      entry.read = false;
+    }
     if (first === undefined) {
       this.#identities.set(identity, entry);
     } else {
@@ -249,6 +273,7 @@ export class MemoryStore implements Store {
         for (let entry: Entry | undefined = first; entry !== undefined; entry = entry.next) {
           this.#size--;
         }
+        if (first.next === undefined) this.#spare = first;
         return true;
       }
       first.read = false;
