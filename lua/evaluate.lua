@@ -24,34 +24,7 @@ if expiry and clock > expiry then return { -1, clock } end
 
 -- One clock for every gateway: theirs drift, Redis's is shared.
 local now = (tonumber(ARGV[1]) or clock) - EPOCH_MS
-local cost = tonumber(ARGV[2])
-local apply = ARGV[3] == '1'
-local count = #KEYS
-
--- One policy, the common case, decides and writes in a single pass, with nothing built that
--- the reply does not need: every closure and table a call makes is garbage Redis collects.
-if count == 1 then
-  local allowed, remaining, reset, retry =
-    ALGORITHMS[ARGV[5]](KEYS[1], tonumber(ARGV[6]), tonumber(ARGV[7]), cost, now, apply)
-  return { allowed, allowed, remaining, reset, retry, clock }
-end
-
-local function run(consume)
-  local reply = { 1 }
-  for i = 1, count do
-    local at = 3 * i + 2
-    local allowed, remaining, reset, retry =
-      ALGORITHMS[ARGV[at]](KEYS[i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), cost, now, consume)
-    if allowed == 0 then reply[1] = 0 end
-    local out = 4 * i - 2
-    reply[out], reply[out + 1], reply[out + 2], reply[out + 3] = allowed, remaining, reset, retry
-  end
-  return reply
-end
-
--- Several policies first look without writing, and consume from all only when all admit, so a
--- rejection anywhere consumes nothing anywhere. A peek only looks.
-local reply = run(false)
-if apply and reply[1] == 1 then reply = run(true) end
+local reply = {}
+decide(1, 5, #KEYS, tonumber(ARGV[2]), now, ARGV[3] == '1', reply, 1)
 reply[#reply + 1] = clock
 return reply

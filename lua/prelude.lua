@@ -10,6 +10,28 @@ local EPOCH_MS = 1704067200000
 --   and writes the new state only when apply is true and the request is allowed.
 local ALGORITHMS = {}
 
+-- Decides one request against its `count` policies, whose keys start at KEYS[key] and whose
+-- algorithm, limit and window triples start at ARGV[arg]. Writes at reply[out] 1 or 0 for the
+-- request, then allowed, remaining, reset_ms and retry_ms per policy. One policy decides and
+-- writes in a single pass; several first look without writing, and consume from all only when
+-- all admit, so a rejection anywhere consumes nothing anywhere. A peek only looks.
+local function decide(key, arg, count, cost, now, apply, reply, out)
+  local consume = apply and count == 1
+  while true do
+    reply[out] = 1
+    for i = 0, count - 1 do
+      local at = arg + 3 * i
+      local allowed, remaining, reset, retry =
+        ALGORITHMS[ARGV[at]](KEYS[key + i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), cost, now, consume)
+      if allowed == 0 then reply[out] = 0 end
+      local o = out + 1 + 4 * i
+      reply[o], reply[o + 1], reply[o + 2], reply[o + 3] = allowed, remaining, reset, retry
+    end
+    if consume or not apply or reply[out] == 0 then return end
+    consume = true
+  end
+end
+
 -- Whether the caller sent its own clock in ARGV[1] (tests do). Keys expire in Redis's real time:
 -- on Redis's clock an expiry set once stays true, while a caller's clock may run at any pace, so
 -- algorithms that set an expiry only once must set it on every write under a caller's clock.

@@ -18,11 +18,12 @@ const algorithms = [
   'sliding-window-counter',
   'sliding-window-log',
 ];
-// Every other lua/*.lua file is an algorithm, listed above, that registers under its own name.
+// Every lua/*.lua file but the prelude and the two entry points (evaluate, batch) is an algorithm,
+// listed above, that registers under its own name.
 const files = readdirSync(join(root, 'lua'))
   .filter((file) => file.endsWith('.lua'))
   .map((file) => file.slice(0, -'.lua'.length))
-  .filter((name) => name !== 'prelude' && name !== 'evaluate');
+  .filter((name) => !['prelude', 'evaluate', 'batch'].includes(name));
 for (const name of files) {
   if (!algorithms.includes(name)) throw new Error(`lua/${name}.lua is not in the algorithm list`);
 }
@@ -38,11 +39,12 @@ const epoch = /local EPOCH_MS = (\d+)/.exec(prelude)?.[1];
 if (!epoch) throw new Error('lua/prelude.lua must define EPOCH_MS');
 
 // One script per algorithm keeps each as small as it can be; `mixed` serves tiers whose
-// policies use different algorithms.
-const compose = (names) => [prelude, ...names.map(lua), evaluate].join('\n');
+// policies use different algorithms, and `batch` several requests of any tiers at once.
+const compose = (names, main = evaluate) => [prelude, ...names.map(lua), main].join('\n');
 const entries = [
   ...algorithms.map((name) => [name, compose([name])]),
   ['mixed', compose(algorithms)],
+  ['batch', compose(algorithms, lua('batch'))],
 ];
 
 let out = '// Generated from lua/*.lua by packages/core/scripts/generate-lua.mjs. Do not edit.\n\n';

@@ -1,6 +1,9 @@
-// The Redis store: one script call per decision, under a deadline that tells a silent Redis from a busy process.
+// The Redis store: a script call per decision, or per batch of decisions that arrive together,
+// under a deadline that tells a silent Redis from a busy process.
+import calculateSlot from 'cluster-key-slot';
 import { SentinelError } from './errors.ts';
 import { listeningTime } from './listening-time.ts';
+import { RedisBatches } from './redis-batch.ts';
 import { BACKSTOP_TIMEOUTS, RedisCall } from './redis-call.ts';
 import {
   type RedisConnection,
@@ -60,6 +63,7 @@ export class RedisStore implements Store {
   readonly #connectTimeout: number;
   /** Each server's liveness and clock: one for a standalone client, one per Cluster master. */
   readonly #nodes = new Map<string, RedisNode>();
+  readonly #batches: RedisBatches;
   /** Calls in flight, held ones included; settled ones are dropped as the timer passes. */
   #pending: RedisCall[] = [];
   /** Sends held until the first connection is ready. */
@@ -85,6 +89,7 @@ export class RedisStore implements Store {
     checkPositiveInteger(timeout, 'timeout');
     checkPositiveInteger(connectTimeout, 'connectTimeout');
     this.#client = toRedisConnection(client);
+    this.#batches = new RedisBatches(this.#client);
     this.#timeout = timeout;
     this.#backstop = timeout * BACKSTOP_TIMEOUTS;
     this.#connectTimeout = connectTimeout;
@@ -103,10 +108,29 @@ export class RedisStore implements Store {
       '',
       ...args,
     ];
-    return this.#call(keys, apply, async (call, node) => {
+    const alone: Command = async (call, node) => {
       const reply = await evaluateScript(this.#client, node, scripts[script], keys, argv, call);
       return reply && decodeReply(reply);
+    };
+    // A caller's clock differs call by call, while a batch runs on one.
+    if (now !== undefined) return this.#call(keys, apply, alone);
+    return this.#call(keys, apply, async (call, node) => {
+      const group = this.#batchGroup(keys[0] as string);
+      if (group !== undefined) {
+        const part = [String(keys.length), argv[1] as string, argv[2] as string, ...args];
+        const reply = await this.#batches.join(group, node, call, keys, part);
+        if (reply !== undefined) return decodeReply(reply);
+        if (!call.wanted) return undefined;
+      }
+      return alone(call, node);
     });
+  }
+
+  /** Which batch a request joins: its server's, or on a Cluster its slot's; none while unknown. */
+  #batchGroup(key: string): string | undefined {
+    const server = this.#client.serverOf(key);
+    if (server === '') return '';
+    return server === '?' ? undefined : `${server} ${calculateSlot(key)}`;
   }
 
   async reset(keys: readonly string[]): Promise<void> {

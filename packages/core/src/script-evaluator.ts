@@ -34,9 +34,9 @@ export function isNoScriptError(error: unknown): boolean {
  * so running it again could count a request twice. On NOSCRIPT, one call per server sends the
  * source with EVAL, which loads it; the others wait for that reply and send the SHA again, so a
  * cold burst costs one load, not one EVAL per call. Before every send the call is asked whether
- * it is still wanted: one that gave up sends nothing more. `args[EXPIRY_ARG]` is rewritten for
- * every send. Resolves with the reply, without its trailing server clock, or with undefined once
- * the call is no longer wanted.
+ * it is still wanted: one that gave up sends nothing more. `args[expiryArg]` (by default
+ * EXPIRY_ARG) is rewritten for every send. Resolves with the reply, without its trailing server
+ * clock, or with undefined once the call is no longer wanted.
  */
 export async function evaluateScript(
   client: ScriptClient,
@@ -45,12 +45,13 @@ export async function evaluateScript(
   keys: readonly string[],
   args: string[],
   call: ScriptCall,
+  expiryArg = EXPIRY_ARG,
 ): Promise<number[] | undefined> {
   let source = false;
   let waits = 0;
   for (;;) {
     if (!call.wanted) return undefined;
-    args[EXPIRY_ARG] = call.sending();
+    args[expiryArg] = call.sending();
     let reply: number[];
     try {
       reply = (await (source

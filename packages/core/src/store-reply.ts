@@ -6,7 +6,7 @@ import type { PolicyOutcome, StoreReply } from './types.ts';
  * `allowed` (1 or 0), then per policy `allowed, remaining, reset_ms, retry_ms`, with a retry of
  * -1 for never. Integers only, so it reads the same over RESP2 and RESP3.
  */
-const FIELDS_PER_POLICY = 4;
+export const FIELDS_PER_POLICY = 4;
 /** The first element of a call that reached Redis after its expiry and did nothing. */
 const EXPIRED = -1;
 /** The retry of a cost that exceeds the limit. */

@@ -1,0 +1,131 @@
+// Decisions that arrive together share one script call: one batch per server (per slot on a
+// Cluster), sent once the event loop has read everything that came in with them.
+import type { RedisCall, Send } from './redis-call.ts';
+import type { RedisConnection } from './redis-connection.ts';
+import type { RedisNode } from './redis-node.ts';
+import { evaluateScript, type ScriptCall } from './script-evaluator.ts';
+import { scripts } from './scripts.generated.ts';
+import { FIELDS_PER_POLICY } from './store-reply.ts';
+
+/** Requests per batch at most: a script blocks Redis while it runs, so a batch stays short. */
+export const MAX_BATCH = 64;
+
+/** The index of the expiry in the batch script's arguments (ARGV[2] in lua/batch.lua). */
+const BATCH_EXPIRY_ARG = 1;
+
+interface Member {
+  readonly call: RedisCall;
+  readonly keys: readonly string[];
+  /** Its part of the batch's ARGV: policy count, cost, apply, then each policy's triple. */
+  readonly args: readonly string[];
+  /** Its reply, as lua/evaluate.lua would give it; undefined to send it alone instead. */
+  settle(reply: number[] | undefined): void;
+  fail(error: unknown): void;
+}
+
+/** The batch as the evaluator sees one call: wanted while every member is. */
+class BatchCall implements ScriptCall {
+  readonly #members: readonly Member[];
+
+  constructor(members: readonly Member[]) {
+    this.#members = members;
+  }
+
+  get wanted(): boolean {
+    return this.#members.every((m) => m.call.wanted);
+  }
+
+  /** Marks every member sent; Redis drops the batch after the earliest member's expiry. */
+  sending(): string {
+    let earliest = '';
+    for (const { call } of this.#members) {
+      const expiry = call.sending();
+      if (expiry !== '' && (earliest === '' || Number(expiry) < Number(earliest))) {
+        earliest = expiry;
+      }
+    }
+    return earliest;
+  }
+
+  get sent(): Send | undefined {
+    return this.#members[0]?.call.sent;
+  }
+
+  mayResend(): boolean {
+    return this.#members.every((m) => m.call.mayResend());
+  }
+}
+
+export class RedisBatches {
+  readonly #client: RedisConnection;
+  /** Open batches by group: a server, or a server's slot on a Cluster. */
+  readonly #open = new Map<string, Member[]>();
+
+  constructor(client: RedisConnection) {
+    this.#client = client;
+  }
+
+  /**
+   * Adds a request to its group's batch. Resolves with its reply, or with undefined when it
+   * should go alone: it arrived by itself, or the batch could not run as one (a member gave
+   * up, or Redis ran it after its expiry) and the rest are better sent again one by one.
+   */
+  join(
+    group: string,
+    node: RedisNode,
+    call: RedisCall,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<number[] | undefined> {
+    return new Promise((settle, fail) => {
+      let members = this.#open.get(group);
+      if (members === undefined) {
+        members = [];
+        this.#open.set(group, members);
+        // The check phase runs once the loop has read every reply and request waiting, so a
+        // batch gathers all that one turn of the loop brought in.
+        setImmediate(() => this.#send(group, node, members as Member[]));
+      }
+      members.push({ call, keys, args, settle, fail });
+      if (members.length === MAX_BATCH) this.#send(group, node, members);
+    });
+  }
+
+  #send(group: string, node: RedisNode, all: Member[]): void {
+    if (this.#open.get(group) !== all) return;
+    this.#open.delete(group);
+    const members = all.filter((m) => m.call.wanted);
+    for (const member of all) if (!member.call.wanted) member.settle(undefined);
+    if (members.length <= 1) {
+      for (const member of members) member.settle(undefined);
+      return;
+    }
+    const keys = members.flatMap((m) => m.keys);
+    const args = ['', '', String(members.length), ...members.flatMap((m) => m.args)];
+    evaluateScript(
+      this.#client,
+      node,
+      scripts.batch,
+      keys,
+      args,
+      new BatchCall(members),
+      BATCH_EXPIRY_ARG,
+    ).then(
+      (reply) => {
+        if (reply === undefined) {
+          for (const member of members) member.settle(undefined);
+          return;
+        }
+        let at = 0;
+        for (const member of members) {
+          const length = 1 + FIELDS_PER_POLICY * member.keys.length;
+          member.settle(reply.slice(at, at + length));
+          at += length;
+        }
+      },
+      (error: unknown) => {
+        for (const member of members) member.fail(error);
+      },
+    );
+  }
+}

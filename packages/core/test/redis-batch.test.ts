@@ -1,0 +1,83 @@
+// Batching: decisions that arrive together share one script call, and each stays exact and
+// all-or-nothing, with the default options.
+import { describe, expect, it } from 'vitest';
+import { uniquePrefix } from '../../../test/harness/clients.ts';
+import { clientOf, owned, ownServer } from '../../../test/harness/own-redis.ts';
+import { failOnError } from '../../../test/harness/store-errors.ts';
+import { createLimiter, type LimiterOptions } from '../src/index.ts';
+import { MAX_BATCH } from '../src/redis-batch.ts';
+
+async function setup(options: Partial<LimiterOptions>) {
+  const server = await ownServer();
+  const admin = clientOf(server.url);
+  const limiter = owned(
+    createLimiter({
+      redis: clientOf(server.url),
+      prefix: uniquePrefix('batch'),
+      onError: failOnError,
+      ...options,
+    }),
+  );
+  // Connects, and loads the batch script, so the counts below are of decisions only.
+  await Promise.all([limiter.peek('warm-up'), limiter.peek('warm-up')]);
+  await admin.config('RESETSTAT');
+  /** Script calls Redis has run since the last look. */
+  const calls = async () => {
+    const info = await admin.info('commandstats');
+    await admin.config('RESETSTAT');
+    return Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
+  };
+  return { limiter, calls };
+}
+
+describe('batching on Redis', () => {
+  it('sends a burst in a few calls, and admits exactly the limit', async () => {
+    const { limiter, calls } = await setup({ limit: 50, window: '1h' });
+    const decisions = await Promise.all(
+      Array.from({ length: 400 }, (_, i) => limiter.consume(`client-${i % 4}`)),
+    );
+    for (let client = 0; client < 4; client++) {
+      const mine = decisions.filter((_, i) => i % 4 === client);
+      expect(mine.filter((d) => d.allowed)).toHaveLength(50);
+      // Each client's admissions come first, in the order of the calls: the batch runs in order.
+      expect(mine.slice(0, 50).every((d) => d.allowed)).toBe(true);
+      expect(mine.map((d) => d.remaining).slice(0, 50)).toEqual(
+        Array.from({ length: 50 }, (_, i) => 49 - i),
+      );
+    }
+    expect(await calls()).toBe(Math.ceil(400 / MAX_BATCH));
+  });
+
+  it('keeps each request all-or-nothing across its policies, beside other tiers in the batch', async () => {
+    const { limiter } = await setup({
+      tiers: {
+        FREE: { name: 'free', limit: 4, window: '1h', algorithm: 'fixed-window' },
+        PRO: [
+          { name: 'pro-hour', limit: 5, window: '1h' },
+          { name: 'pro-burst', limit: 3, window: '1h', algorithm: 'gcra' },
+        ],
+      },
+    });
+    const decisions = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        limiter.consume('tenant', { tier: i % 2 ? 'PRO' : 'FREE' }),
+      ),
+    );
+    const admitted = (tier: string) => decisions.filter((d) => d.tier === tier && d.allowed).length;
+    expect(admitted('FREE')).toBe(4);
+    expect(admitted('PRO')).toBe(3);
+    // Refused PRO requests took nothing from the hourly policy.
+    const hour = (await limiter.peek('tenant', { tier: 'PRO' })).policies[0];
+    expect(hour).toMatchObject({ policy: 'pro-hour', remaining: 2 });
+  });
+
+  it('decides a peek in a batch without consuming', async () => {
+    const { limiter } = await setup({ limit: 3, window: '1h' });
+    const [first, peek, second] = await Promise.all([
+      limiter.consume('client'),
+      limiter.peek('client'),
+      limiter.consume('client'),
+    ]);
+    expect([first?.remaining, peek?.remaining, second?.remaining]).toEqual([2, 2, 1]);
+  });
+});
