@@ -2,7 +2,7 @@
 import type { CircuitBreaker } from './circuit-breaker.ts';
 import { fixedDecision, toDecision } from './decision.ts';
 import { SentinelError } from './errors.ts';
-import { IdentityRequest, KeyLayout, storageIdentity } from './fingerprint.ts';
+import { storageIdentity } from './fingerprint.ts';
 import {
   type LimiterOptions,
   type ResolvedOptions,
@@ -12,6 +12,7 @@ import {
 import { MemoryStore } from './memory-store.ts';
 import type { Plan } from './policy.ts';
 import { toRedisConnection } from './redis-connection.ts';
+import { IdentityRequest, KeyLayout } from './store-keys.ts';
 import type { ConsumeOptions, Decision, Store, StoreReply } from './types.ts';
 import { checkPositiveInteger, describe, fail } from './validation.ts';
 

@@ -1,7 +1,7 @@
 // The embedded store: the same algorithms as the Lua scripts, run in process, with bounded memory.
 import { evaluators, type KeyState, type PolicyInput, type Slot } from './algorithms/index.ts';
-import { IdentityRequest } from './fingerprint.ts';
 import { EPOCH_MS } from './scripts.generated.ts';
+import { IdentityRequest } from './store-keys.ts';
 import type { PolicyOutcome, Store, StoreReply, StoreRequest } from './types.ts';
 import { checkObject, checkPositiveInteger, rejectUnknownOptions } from './validation.ts';
 

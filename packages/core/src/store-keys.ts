@@ -1,0 +1,60 @@
+// The keys of one identity under a plan, and the request that spells them out only when read.
+import type { Plan } from './policy.ts';
+import type { StoreRequest } from './types.ts';
+
+/**
+ * The store keys of a plan under a prefix: `<prefix>:{<identity>}<suffix>`, one per policy, all
+ * under the identity's hash tag. A key's namespace is the key with its identity cut out,
+ * `<prefix>:{}<suffix>`, which the memory store files state under.
+ */
+export class KeyLayout {
+  readonly namespaces: readonly string[];
+
+  constructor(
+    readonly prefix: string,
+    readonly plan: Plan,
+  ) {
+    this.namespaces = plan.keySuffixes.map((suffix) => `${prefix}:{}${suffix}`);
+  }
+
+  keysOf(identity: string): string[] {
+    const base = `${this.prefix}:{${identity}}`;
+    return this.plan.keySuffixes.map((suffix) => base + suffix);
+  }
+}
+
+/**
+ * A request for the keys of one identity, which spells them out only when a store reads `keys`:
+ * the memory store finds state by identity and namespace, without building and hashing the
+ * long key strings, which cost more than the rest of a decision in memory.
+ */
+export class IdentityRequest implements StoreRequest {
+  readonly policies: StoreRequest['policies'];
+  readonly script: StoreRequest['script'];
+  readonly args: StoreRequest['args'];
+  /**
+   * Unix ms when the limiter handed it to a store, read once for the breaker and the memory
+   * store alike: Date.now() costs about 50 ns, a tenth of a decision in memory. NaN until sent.
+   */
+  sentAt = Number.NaN;
+  #keys: readonly string[] | undefined;
+
+  constructor(
+    /** As storageIdentity gives it. */
+    readonly identity: string,
+    readonly layout: KeyLayout,
+    readonly cost: number,
+    readonly apply: boolean,
+    readonly now: number | undefined,
+  ) {
+    const { plan } = layout;
+    this.policies = plan.policies;
+    this.script = plan.script;
+    this.args = plan.args;
+  }
+
+  get keys(): readonly string[] {
+    this.#keys ??= this.layout.keysOf(this.identity);
+    return this.#keys;
+  }
+}
