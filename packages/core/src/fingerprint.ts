@@ -1,12 +1,40 @@
-// Store keys: the identity as they carry it (readable, or a truncated SHA-256 digest), and the
-// keys of one identity under a plan.
+// The identity as store keys carry it: readable, or a truncated SHA-256 digest.
 import { createHash } from 'node:crypto';
-import type { Plan } from './policy.ts';
-import type { StoreRequest } from './types.ts';
 
 /** 132 bits of SHA-256 in base64url: 22 characters, collision-free at any realistic scale. */
 export function fingerprint(value: string): string {
   return createHash('sha256').update(value).digest('base64url').slice(0, 22);
+}
+
+/**
+ * Fingerprints of the values seen lately, at most `size` of them, the oldest forgotten first: a
+ * client sends the same API key with every request, and SHA-256 is the largest cost of
+ * identifying it. The raw values stay in this process's memory only.
+ */
+export class FingerprintCache {
+  readonly #digests = new Map<string, string>();
+  readonly #size: number;
+
+  constructor(size = 10_000) {
+    this.#size = size;
+  }
+
+  /** Values held now. */
+  get size(): number {
+    return this.#digests.size;
+  }
+
+  of(value: string): string {
+    let digest = this.#digests.get(value);
+    if (digest === undefined) {
+      digest = fingerprint(value);
+      if (this.#digests.size >= this.#size) {
+        this.#digests.delete(this.#digests.keys().next().value as string);
+      }
+      this.#digests.set(value, digest);
+    }
+    return digest;
+  }
 }
 
 /**
@@ -31,61 +59,4 @@ function isPlain(key: string): boolean {
  */
 export function storageIdentity(key: string): string {
   return isPlain(key) ? key : `~${fingerprint(key)}`;
-}
-
-/**
- * The store keys of a plan under a prefix: `<prefix>:{<identity>}<suffix>`, one per policy, all
- * under the identity's hash tag. A key's namespace is the key with its identity cut out,
- * `<prefix>:{}<suffix>`, which the memory store files state under.
- */
-export class KeyLayout {
-  readonly namespaces: readonly string[];
-
-  constructor(
-    readonly prefix: string,
-    readonly plan: Plan,
-  ) {
-    this.namespaces = plan.keySuffixes.map((suffix) => `${prefix}:{}${suffix}`);
-  }
-
-  keysOf(identity: string): string[] {
-    const base = `${this.prefix}:{${identity}}`;
-    return this.plan.keySuffixes.map((suffix) => base + suffix);
-  }
-}
-
-/**
- * A request for the keys of one identity, which spells them out only when a store reads `keys`:
- * the memory store finds state by identity and namespace, without building and hashing the
- * long key strings, which cost more than the rest of a decision in memory.
- */
-export class IdentityRequest implements StoreRequest {
-  readonly policies: StoreRequest['policies'];
-  readonly script: StoreRequest['script'];
-  readonly args: StoreRequest['args'];
-  /**
-   * Unix ms when the limiter handed it to a store, read once for the breaker and the memory
-   * store alike: Date.now() costs about 50 ns, a tenth of a decision in memory. NaN until sent.
-   */
-  sentAt = Number.NaN;
-  #keys: readonly string[] | undefined;
-
-  constructor(
-    /** As storageIdentity gives it. */
-    readonly identity: string,
-    readonly layout: KeyLayout,
-    readonly cost: number,
-    readonly apply: boolean,
-    readonly now: number | undefined,
-  ) {
-    const { plan } = layout;
-    this.policies = plan.policies;
-    this.script = plan.script;
-    this.args = plan.args;
-  }
-
-  get keys(): readonly string[] {
-    this.#keys ??= this.layout.keysOf(this.identity);
-    return this.#keys;
-  }
 }

@@ -1,5 +1,6 @@
 // Identifiers: API keys hashed and looked up once, tenant headers, client IPs grouped, chains.
 import { describe, expect, it } from 'vitest';
+import { FingerprintCache } from '../src/fingerprint.ts';
 import {
   byApiKey,
   byHeader,
@@ -139,6 +140,27 @@ describe('chain', () => {
     });
     expect(await identify(request({}, '198.51.100.1'))).toEqual({ key: 'ip:198.51.100.1' });
     expect(await identify(request({}))).toBeNull();
+  });
+
+  it('answers synchronously while its identifiers do, and waits for one that returns a promise', async () => {
+    const later = async (req: { headers: Record<string, unknown> }) =>
+      req.headers['x-late'] === undefined ? null : { key: 'late' };
+    const identify = chain(byApiKey(), later, byIp());
+    expect(identify(request({ 'x-api-key': 'k' }))).toEqual({ key: `key:${fingerprint('k')}` });
+    const waited = identify(request({}, '198.51.100.1'));
+    expect(waited).toBeInstanceOf(Promise);
+    expect(await waited).toEqual({ key: 'ip:198.51.100.1' });
+    expect(await identify(request({ 'x-late': '1' }, '198.51.100.1'))).toEqual({ key: 'late' });
+  });
+});
+
+describe('FingerprintCache', () => {
+  it('gives the fingerprint of each value, holding at most its size', () => {
+    const cache = new FingerprintCache(2);
+    for (const value of ['a', 'b', 'a', 'c', 'a', 'b']) {
+      expect(cache.of(value)).toBe(fingerprint(value));
+    }
+    expect(cache.size).toBe(2);
   });
 });
 

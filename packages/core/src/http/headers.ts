@@ -11,11 +11,16 @@ function seconds(ms: number): number {
   return Math.ceil(ms / 1000);
 }
 
+/** Printable ASCII without `"` and `\`: a Structured Field String as it stands. */
+const PLAIN_SF_STRING = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
 /**
  * A policy name as a Structured Field String (RFC 9651 §3.3.3): printable ASCII only, with `"`
  * and `\` escaped. Names are validated already; this keeps the header parseable regardless.
  */
 export function sfString(value: string): string {
+  // Policy names, which are validated, need neither replacement: one test instead of two passes.
+  if (PLAIN_SF_STRING.test(value)) return `"${value}"`;
   return `"${value.replace(/[^\x20-\x7e]/g, '').replace(/["\\]/g, '\\$&')}"`;
 }
 

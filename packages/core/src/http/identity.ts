@@ -1,5 +1,5 @@
 // Who is this request? Ready-made identifiers over the request shape Express, Koa and Fastify share.
-import { fingerprint } from '../fingerprint.ts';
+import { FingerprintCache } from '../fingerprint.ts';
 import { checkFunction, checkOneOf, checkPositiveInteger, describe, fail } from '../validation.ts';
 import { ipIdentity } from './client-ip.ts';
 import { LookupCache } from './lookup-cache.ts';
@@ -62,7 +62,7 @@ export interface ApiKeyOptions {
    * @default 'anonymous'
    */
   unknownKey?: 'anonymous' | 'reject';
-  /** Lookups cached at most. @default 10_000 */
+  /** Lookups cached at most, and key digests: a key is hashed once while it stays in use. @default 10_000 */
   cacheSize?: number;
   /** How long a lookup's answer is kept, in ms. @default 60_000 */
   cacheTtlMs?: number;
@@ -104,13 +104,14 @@ export function byApiKey({
   checkPositiveInteger(cacheSize, 'byApiKey.cacheSize');
   checkPositiveInteger(cacheTtlMs, 'byApiKey.cacheTtlMs');
   const cache = new LookupCache<ApiKeyTenant | null>(cacheSize, cacheTtlMs);
+  const hashes = new FingerprintCache(cacheSize);
   const reject = unknownKey === 'reject';
   return function identifyByApiKey(req) {
     const apiKey = readApiKey(req, name, bearer);
     if (apiKey === undefined) return null;
     // Too long to be a key anyone was issued: an unknown key, which 'reject' refuses like any other.
     if (apiKey.length > MAX_HEADER_LENGTH) return reject ? 'unauthorized' : null;
-    const hashed = fingerprint(apiKey);
+    const hashed = hashes.of(apiKey);
     if (lookup === undefined) return { key: `key:${hashed}` };
     const key = apiKey;
     return cache
@@ -149,14 +150,26 @@ export function byIp({ ipv6Subnet = 56 }: IpOptions = {}): Identifier {
   };
 }
 
-/** Tries identifiers in turn; the first that yields an identity (or a 401) wins. */
+/**
+ * Tries identifiers in turn; the first that yields an identity (or a 401) wins. It answers
+ * synchronously while the identifiers do, as the built-in ones without a lookup do, and waits
+ * only for one that returns a promise.
+ */
 export function chain<Req>(...identifiers: Identifier<Req>[]): Identifier<Req> {
   for (const identifier of identifiers) checkFunction(identifier, 'chain');
-  return async function identifyByChain(req) {
-    for (const identifier of identifiers) {
-      const found = await identifier(req);
+  const from = (req: Req, first: number): IdentifyResult | Promise<IdentifyResult> => {
+    for (let i = first; i < identifiers.length; i++) {
+      const found = (identifiers[i] as Identifier<Req>)(req);
+      if (found instanceof Promise) {
+        return found.then((value) =>
+          value !== null && value !== undefined ? value : from(req, i + 1),
+        );
+      }
       if (found !== null && found !== undefined) return found;
     }
     return null;
+  };
+  return function identifyByChain(req) {
+    return from(req, 0);
   };
 }
