@@ -1,7 +1,7 @@
 // Decision latency while Redis fails: paused (SIGSTOP), where the deadline answers, and down,
 // where the circuit breaker does; Sentinel beside rate-limiter-flexible's insurance limiter.
 import { once } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import {
   createLimiter,
   LIMITER_CLIENT_OPTIONS,
@@ -60,6 +60,10 @@ async function sample(
       const answer = await decide(`k${next++ % KEYS}`);
       latencies.push(performance.now() - started);
       answers.set(answer, (answers.get(answer) ?? 0) + 1);
+      // Requests reach a server one turn of the event loop apart. A loop of calls that resolve
+      // at once (the breaker's answers) would otherwise never let timers or replies be read, and
+      // a call in flight could only give up once the loop ended: that measures the harness.
+      await setImmediate();
     } while (performance.now() < until);
   };
   await Promise.all(Array.from({ length: inFlight }, worker));
