@@ -1,8 +1,9 @@
 // Renders the suites' reports: RESULTS.md (tables, targets, machine) and an SVG chart of ratios.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
 import type { BenchConfig, Ratio, SuiteReport } from './measure.ts';
 
 const require = createRequire(import.meta.url);
@@ -21,10 +22,23 @@ const MEASURED = [
   'autocannon',
 ];
 
+/** The installed version: from the package.json above its entry, which not every package exports. */
 function version(name: string): string {
   try {
-    const path = require.resolve(`${name}/package.json`);
-    return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
+    let dir = dirname(require.resolve(name));
+    for (;;) {
+      const path = join(dir, 'package.json');
+      if (existsSync(path)) {
+        const manifest = JSON.parse(readFileSync(path, 'utf8')) as {
+          name?: string;
+          version: string;
+        };
+        if (manifest.name === name) return manifest.version;
+      }
+      const parent = dirname(dir);
+      if (parent === dir) return '?';
+      dir = parent;
+    }
   } catch {
     return '?';
   }
