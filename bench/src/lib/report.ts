@@ -97,6 +97,8 @@ export function markdown(reports: readonly SuiteReport[], config: BenchConfig): 
 const xml = (text: string) =>
   text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
+const TITLE = 'Sentinel ÷ peer (or ÷ floor), same run; higher is better';
+
 /** Horizontal bars, one per ratio, grouped by suite; a line at 1× and a tick at each goal. */
 export function chart(reports: readonly SuiteReport[]): string {
   const bars: (Ratio & { suite?: string })[] = [];
@@ -116,9 +118,10 @@ export function chart(reports: readonly SuiteReport[]): string {
   const scale = (v: number) => left + (v / max) * width;
   const height = bars.length * row + 50;
   const parts = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${left + width + 70}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${left + width + 70}" height="${height}" font-family="sans-serif" font-size="12" role="img" aria-labelledby="title">`,
+    `<title id="title">${TITLE}</title>`,
     '<rect width="100%" height="100%" fill="#fff"/>',
-    `<text x="8" y="18" font-weight="bold">Sentinel ÷ peer (or ÷ floor), same run; higher is better</text>`,
+    `<text x="8" y="18" font-weight="bold">${TITLE}</text>`,
   ];
   bars.forEach((bar, i) => {
     const y = 30 + i * row;
