@@ -32,11 +32,6 @@ local function decide(key, arg, count, cost, now, apply, reply, out)
   end
 end
 
--- Whether the caller sent its own clock in ARGV[1] (tests do). Keys expire in Redis's real time:
--- on Redis's clock an expiry set once stays true, while a caller's clock may run at any pace, so
--- algorithms that set an expiry only once must set it on every write under a caller's clock.
-local CALLER_CLOCK = tonumber(ARGV[1]) ~= nil
-
 -- The fixed-point units of the rate algorithms, the twin of scale in src/algorithms/fixed-point.ts:
 -- returns `token`, the units a token is worth, `rate`, the units a time step adds, and `step`, in
 -- ms. Policies whose limit * window is a safe integer keep token = window, rate = limit and 1 ms

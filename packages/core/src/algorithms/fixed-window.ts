@@ -2,7 +2,7 @@
 import { EPOCH_MS } from '../scripts.generated.ts';
 import { admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
 
-/** In Redis, a hash from the window index to its count, holding the latest window only. */
+/** Stored as "<window_index> <count>". */
 export interface FixedWindowState extends KeyState {
   /** The window's index since the Unix epoch. */
   index: number;
