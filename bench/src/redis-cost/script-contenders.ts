@@ -1,6 +1,7 @@
 // What the redis-cost suite sends: each script loaded into the bench's Redis, with the command
 // redis-benchmark repeats. Keys carry `__rand_int__`, which redis-benchmark replaces with one of
 // LOAD.keys numbers, and a prefix per contender, so no two contenders share (or mistype) a key.
+import { ALGORITHMS } from '@sentinel/core';
 import { scripts } from '@sentinel/core/internal';
 import type { Redis } from 'ioredis';
 import { RedisStore } from 'rate-limit-redis';
@@ -26,13 +27,7 @@ export interface ScriptContender {
  */
 export const POLICY = { limit: 10_000, windowMs: 60_000 } as const;
 
-const SENTINEL = [
-  'token-bucket',
-  'gcra',
-  'fixed-window',
-  'sliding-window-counter',
-  'sliding-window-log',
-] as const;
+const SENTINEL = ALGORITHMS;
 
 const TIME_INCR_SCRIPT = "redis.call('TIME')\nreturn redis.call('INCR', KEYS[1])";
 const RETURN_ONE_SCRIPT = 'return 1';

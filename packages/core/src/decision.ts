@@ -4,6 +4,7 @@ import type {
   Decision,
   PolicyDecision,
   PolicyOutcome,
+  ResolvedPolicy,
   StoreErrorMode,
   StoreReply,
 } from './types.ts';
@@ -20,16 +21,7 @@ export function toDecision(plan: Plan, reply: StoreReply, degraded?: StoreErrorM
   for (let i = 0; i < policies.length; i++) {
     const policy = policies[i] as (typeof policies)[number];
     const outcome = reply.policies[i] as PolicyOutcome;
-    const result: PolicyDecision = {
-      policy: policy.name,
-      algorithm: policy.algorithm,
-      allowed: outcome.allowed,
-      limit: policy.limit,
-      windowMs: policy.windowMs,
-      remaining: outcome.remaining,
-      resetMs: outcome.resetMs,
-      retryAfterMs: outcome.retryAfterMs,
-    };
+    const result = policyDecision(policy, outcome);
     results[i] = result;
     if (i === 0) {
       if (!allowed) retryAfterMs = result.retryAfterMs;
@@ -78,18 +70,7 @@ function singleDecision(plan: Plan, reply: StoreReply, degraded?: StoreErrorMode
     resetMs: outcome.resetMs,
     retryAfterMs: allowed ? 0 : outcome.retryAfterMs,
     policy: policy.name,
-    policies: [
-      {
-        policy: policy.name,
-        algorithm: policy.algorithm,
-        allowed: outcome.allowed,
-        limit: policy.limit,
-        windowMs: policy.windowMs,
-        remaining: outcome.remaining,
-        resetMs: outcome.resetMs,
-        retryAfterMs: outcome.retryAfterMs,
-      },
-    ],
+    policies: [policyDecision(policy, outcome)],
   };
   if (plan.tier !== undefined) decision.tier = plan.tier;
   if (degraded !== undefined) decision.degraded = degraded;
@@ -112,4 +93,18 @@ export function fixedDecision(
     }),
   );
   return toDecision(plan, { allowed, policies }, degraded);
+}
+
+/** One policy's part of a decision: the policy, and what the store answered for it. */
+function policyDecision(policy: ResolvedPolicy, outcome: PolicyOutcome): PolicyDecision {
+  return {
+    policy: policy.name,
+    algorithm: policy.algorithm,
+    allowed: outcome.allowed,
+    limit: policy.limit,
+    windowMs: policy.windowMs,
+    remaining: outcome.remaining,
+    resetMs: outcome.resetMs,
+    retryAfterMs: outcome.retryAfterMs,
+  };
 }
