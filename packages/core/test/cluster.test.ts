@@ -233,14 +233,15 @@ describe('on a Redis Cluster of three masters with a replica each', () => {
           ['hourly', 40],
           ['burst', 0],
         ]);
-        // The burst was cold, and loaded the script once per client, not once per call.
+        // The burst was cold, and loaded the batch script once per client at most, not once per
+        // call; the peek after it goes alone, and may load the single-call script once more.
         const evals = await onEveryMaster(async (master) => {
           const stats = await master.info('commandstats');
           return Number(/^cmdstat_eval:calls=(\d+)/m.exec(stats)?.[1] ?? 0);
         });
         const loads = evals.reduce((sum, calls) => sum + calls, 0);
         expect(loads).toBeGreaterThanOrEqual(1);
-        expect(loads).toBeLessThanOrEqual(clients.length);
+        expect(loads).toBeLessThanOrEqual(clients.length + 1);
       }));
   });
 
