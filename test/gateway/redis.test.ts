@@ -1,0 +1,88 @@
+// The gateway on the run's real Redis: REDIS_URL alone moves its limits there, shared by every instance.
+
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
+import { describe, expect, inject, it } from 'vitest';
+import { connect, uniquePrefix } from '../harness/clients.ts';
+import { waitForValue } from '../harness/wait-for.ts';
+import { configFile, startGateway } from './gateway-process.ts';
+
+const FREE = { 'x-api-key': 'demo-free-key' };
+
+describe('the gateway with REDIS_URL', () => {
+  it('shares the FREE limit between two gateway processes on one Redis, and reports Redis ready', async () => {
+    // A prefix of its own: the demo keys' budgets on the shared Redis are this test's alone.
+    const prefix = uniquePrefix('gateway');
+    const env = {
+      REDIS_URL: inject('redisUrl'),
+      SENTINEL_CONFIG: configFile('gateway.yaml', `prefix: ${prefix}\n`),
+    };
+    const [first, second] = await Promise.all([startGateway(env), startGateway(env)]);
+    expect(first.output().stdout).toContain('store:    Redis (REDIS_URL)');
+
+    const ready = await waitForValue(
+      async () => {
+        const response = await fetch(`${first.url}/readyz`);
+        const body = (await response.json()) as { redis: string };
+        return response.status === 200 && body.redis === 'ready' && body;
+      },
+      20_000,
+      'the gateway reporting Redis ready',
+    );
+    expect(ready).toMatchObject({ status: 'ready', redis: 'ready', breakerOpen: false });
+
+    const statuses = [];
+    for (let i = 0; i < 11; i++) {
+      const gateway = i % 2 === 0 ? first : second;
+      const response = await fetch(`${gateway.url}/hello`, { headers: FREE });
+      statuses.push(response.status);
+      // Every decision came from Redis: an admission by the failure mode would claim no quota.
+      if (response.status === 200) expect(response.headers.get('ratelimit')).not.toBeNull();
+    }
+    expect(statuses).toEqual([...Array(10).fill(200), 429]);
+
+    const redis = connect();
+    const keys = await redis.keys(`${prefix}:*`);
+    expect(keys).toEqual([`${prefix}:{tenant:demo-free}:free-minute:token-bucket`]);
+    expect(keys.join()).not.toContain('demo-free-key');
+
+    // A clean shutdown closes the Redis client as well as the server.
+    first.child.kill('SIGTERM');
+    second.child.kill('SIGTERM');
+    expect(await Promise.all([first.exited, second.exited])).toEqual([0, 0]);
+  });
+
+  it('is not ready while Redis is out of reach under onStoreError deny, and stays ready under allow', async () => {
+    // A port nothing listens on: the client keeps trying, and never connects.
+    const env = { REDIS_URL: `redis://127.0.0.1:${await closedPort()}` };
+    const [deny, allow] = await Promise.all([
+      startGateway({ ...env, SENTINEL_ON_STORE_ERROR: 'deny' }),
+      startGateway(env),
+    ]);
+    const denied = await fetch(`${deny.url}/readyz`);
+    expect(denied.status).toBe(503);
+    expect(await denied.json()).toMatchObject({ status: 'not ready', onStoreError: 'deny' });
+    expect((await fetch(`${deny.url}/hello`, { headers: FREE })).status).toBe(503);
+    expect((await fetch(`${deny.url}/healthz`)).status).toBe(200);
+
+    const allowed = await fetch(`${allow.url}/readyz`);
+    expect(allowed.status).toBe(200);
+    const body = (await allowed.json()) as { redis: string };
+    expect(body.redis).not.toBe('ready');
+    expect((await fetch(`${allow.url}/hello`, { headers: FREE })).status).toBe(200);
+
+    // Closing a client that never connected does not hold up the shutdown.
+    deny.child.kill('SIGTERM');
+    allow.child.kill('SIGTERM');
+    expect(await Promise.all([deny.exited, allow.exited])).toEqual([0, 0]);
+  });
+});
+
+/** A loopback port that was free a moment ago. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
