@@ -1,4 +1,5 @@
 // Skips a failing store for a cool-down after repeated failures, then lets one probe through.
+import type { BreakerEvent } from './observer.ts';
 import { checkObject, checkPositiveInteger, rejectUnknownFields } from './validation.ts';
 
 export interface CircuitBreakerOptions {
@@ -28,11 +29,16 @@ export class CircuitBreaker {
   /** While open, when the next probe may go. */
   #probeAt = 0;
   #probing = false;
+  readonly #onChange: ((state: BreakerEvent['state']) => void) | undefined;
 
   /** Options as the limiter's `breaker`, checked by {@link CircuitBreakers}. */
-  constructor({ failures = 3, cooldownMs = 1000 }: CircuitBreakerOptions = {}) {
+  constructor(
+    { failures = 3, cooldownMs = 1000 }: CircuitBreakerOptions = {},
+    onChange?: (state: BreakerEvent['state']) => void,
+  ) {
     this.#threshold = failures;
     this.#cooldownMs = cooldownMs;
+    this.#onChange = onChange;
   }
 
   /** Whether a call may go to the store now. While open, admits one probe after the cool-down. */
@@ -45,16 +51,22 @@ export class CircuitBreaker {
 
   success(): void {
     this.#failures = 0;
-    this.#open = false;
     this.#probing = false;
+    if (this.#open) {
+      this.#open = false;
+      this.#onChange?.('closed');
+    }
   }
 
   failure(now: number): void {
     this.#probing = false;
     this.#failures++;
     if (this.#failures >= this.#threshold) {
-      this.#open = true;
       this.#probeAt = now + this.#cooldownMs;
+      if (!this.#open) {
+        this.#open = true;
+        this.#onChange?.('open');
+      }
     }
   }
 
@@ -68,21 +80,27 @@ export class CircuitBreaker {
 export class CircuitBreakers {
   readonly #options: CircuitBreakerOptions;
   readonly #byServer = new Map<string, CircuitBreaker>();
+  readonly #onChange: ((event: BreakerEvent) => void) | undefined;
 
-  constructor(options: CircuitBreakerOptions = {}) {
+  constructor(options: CircuitBreakerOptions = {}, onChange?: (event: BreakerEvent) => void) {
     checkObject(options, 'breaker', '{ failures, cooldownMs } or false');
     rejectUnknownFields(options, BREAKER_OPTION_NAMES, 'breaker');
     const { failures, cooldownMs } = options;
     if (failures !== undefined) checkPositiveInteger(failures, 'breaker.failures');
     if (cooldownMs !== undefined) checkPositiveInteger(cooldownMs, 'breaker.cooldownMs');
-    this.#byServer.set('', new CircuitBreaker(options));
     this.#options = options;
+    this.#onChange = onChange;
+    this.of('');
   }
 
   of(server: string): CircuitBreaker {
     let breaker = this.#byServer.get(server);
     if (breaker === undefined) {
-      breaker = new CircuitBreaker(this.#options);
+      const onChange = this.#onChange;
+      breaker = new CircuitBreaker(
+        this.#options,
+        onChange && ((state) => onChange({ server, state })),
+      );
       this.#byServer.set(server, breaker);
     }
     return breaker;

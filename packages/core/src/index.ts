@@ -44,6 +44,14 @@ export {
 export type { RefusalReason } from './http/verdict.ts';
 export { createLimiter, type Limiter, type LimiterOptions } from './limiter.ts';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
+export type {
+  BreakerEvent,
+  DecisionEvent,
+  Logger,
+  Observer,
+  StoreErrorEvent,
+  StoreStateEvent,
+} from './observer.ts';
 export { createRedisClient, LIMITER_CLIENT_OPTIONS } from './redis-client.ts';
 export type {
   IoredisLikeClient,

@@ -3,6 +3,13 @@ import { type BlockCache, type BlockCacheOptions, resolveBlockCache } from './bl
 import { type CircuitBreakerOptions, CircuitBreakers } from './circuit-breaker.ts';
 import type { SentinelError } from './errors.ts';
 import { MemoryStore } from './memory-store.ts';
+import {
+  type Logger,
+  type Observer,
+  type Observers,
+  resolveObservers,
+  StoreHealth,
+} from './observer.ts';
 import { type Plan, resolvePlan } from './policy.ts';
 import { createRedisClient } from './redis-client.ts';
 import { toRedisConnection } from './redis-connection.ts';
@@ -86,6 +93,19 @@ export interface LimiterOptions {
    * @default false
    */
   blockCache?: boolean | BlockCacheOptions;
+  /**
+   * Sees every decision, store failure, and store and breaker transition, with timings: metrics
+   * (`prometheusMetrics` from `@sentinel/core/prometheus`), tracing, your own counters.
+   * @example { decision: ({ outcome, decision }) => counter.inc({ outcome, tier: decision.tier }) }
+   */
+  observe?: Observer | readonly Observer[];
+  /**
+   * A pino-compatible logger. It gets one line when a store server goes down or comes back and
+   * when a breaker opens or closes, never one per request; without `onError`, other errors are
+   * logged once per code, in place of the process warning.
+   * @default none: the first error becomes a process warning
+   */
+  logger?: Logger;
   /** Unix ms for the scripts to use instead of the Redis clock: for tests. @default Redis `TIME` */
   clock?: () => number;
 }
@@ -108,6 +128,8 @@ const LIMITER_OPTIONS = {
   connectTimeout: true,
   breaker: true,
   blockCache: true,
+  observe: true,
+  logger: true,
   clock: true,
 } as const satisfies Record<keyof LimiterOptions, true>;
 
@@ -127,6 +149,10 @@ export interface ResolvedOptions {
   readonly report: (error: SentinelError) => void;
   readonly breakers: CircuitBreakers | undefined;
   readonly blocks: BlockCache | undefined;
+  /** Undefined when nothing observes the limiter: the request path then does no bookkeeping. */
+  readonly observers: Observers | undefined;
+  /** Tracks which servers are down, while someone listens for the transitions. */
+  readonly health: StoreHealth | undefined;
 }
 
 /** Checks every option but the store's, which may connect and so comes last. */
@@ -140,6 +166,8 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     clock,
     breaker: breakerOptions,
     blockCache,
+    observe,
+    logger,
   } = options;
   if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
     fail('prefix', 'must be a non-empty string without `{` or `}`, which would break the hash tag');
@@ -148,11 +176,29 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
   if (onError !== undefined) checkFunction(onError, 'onError');
   if (clock !== undefined) checkFunction(clock, 'clock');
   const { plans, fallback } = resolvePlans(options);
-  const breakers = breakerOptions === false ? undefined : new CircuitBreakers(breakerOptions);
+  const observers = resolveObservers(observe, logger);
+  const breakers =
+    breakerOptions === false ? undefined : new CircuitBreakers(breakerOptions, observers?.breaker);
+  const health = observers?.store && new StoreHealth(observers.store);
   const blocks = resolveBlockCache(blockCache);
   // The limiter reports only SentinelErrors, so an onError typed for them receives nothing else.
-  const report = createReporter(onError as ((error: Error) => void) | undefined, '@sentinel/core');
-  return { prefix, onStoreError, clock, plans, fallback, report, breakers, blocks };
+  const report = createReporter(
+    onError as ((error: Error) => void) | undefined,
+    '@sentinel/core',
+    logger,
+  );
+  return {
+    prefix,
+    onStoreError,
+    clock,
+    plans,
+    fallback,
+    report,
+    breakers,
+    blocks,
+    observers,
+    health,
+  };
 }
 
 function resolvePlans(options: LimiterOptions): { plans: Map<string, Plan>; fallback: Plan } {

@@ -10,6 +10,7 @@ import {
   resolveStore,
 } from './limiter-options.ts';
 import { MemoryStore } from './memory-store.ts';
+import type { DecisionEvent } from './observer.ts';
 import type { Plan } from './policy.ts';
 import { toRedisConnection } from './redis-connection.ts';
 import { IdentityRequest, KeyLayout } from './store-keys.ts';
@@ -105,7 +106,11 @@ function decide(
   }
   const tier = options?.tier;
   const plan = planFor(parts, tier);
-  if (plan === undefined) return Promise.resolve(unknownTierDecision(parts, tier));
+  if (plan === undefined) {
+    const decision = unknownTierDecision(parts, tier);
+    parts.observers?.decision?.(decisionEvent(decision, storageIdentity(key), apply, undefined));
+    return Promise.resolve(decision);
+  }
   const request = new IdentityRequest(
     storageIdentity(key),
     tier === undefined ? parts.fallbackLayout : (parts.layouts.get(plan) as KeyLayout),
@@ -113,11 +118,44 @@ function decide(
     apply,
     parts.clock?.(),
   );
+  return consult(parts, plan, key, request);
+}
+
+/** Tells the observers of a decision, where there are any; returns the decision. */
+function observed(
+  parts: Parts,
+  request: IdentityRequest,
+  decision: Decision,
+  storeMs: number | undefined,
+): Decision {
+  parts.observers?.decision?.(decisionEvent(decision, request.identity, request.apply, storeMs));
+  return decision;
+}
+
+function decisionEvent(
+  decision: Decision,
+  identity: string,
+  consumed: boolean,
+  storeMs: number | undefined,
+): DecisionEvent {
+  const outcome =
+    decision.degraded !== undefined ? 'degraded' : decision.allowed ? 'allowed' : 'limited';
+  return { decision, identity, consumed, outcome, storeMs };
+}
+
+/** The block cache, when on, answers refusals it knows of; the store decides the rest. */
+function consult(
+  parts: Parts,
+  plan: Plan,
+  key: string,
+  request: IdentityRequest,
+): Promise<Decision> {
   const { blocks } = parts;
-  if (blocks === undefined || !apply) return evaluate(parts, plan, request);
+  if (blocks === undefined || !request.apply) return evaluate(parts, plan, request);
+  const cost = request.cost;
   const id = blockId(plan, key);
   const refusal = blocks.refusal(id, cost, parts.clock?.() ?? Date.now());
-  if (refusal !== undefined) return Promise.resolve(refusal);
+  if (refusal !== undefined) return Promise.resolve(observed(parts, request, refusal, undefined));
   return evaluate(parts, plan, request).then((decision) => {
     blocks.remember(id, cost, parts.clock?.() ?? Date.now(), decision);
     return decision;
@@ -149,6 +187,8 @@ function evaluate(parts: Parts, plan: Plan, request: IdentityRequest): Promise<D
   const sentAt = Date.now();
   request.sentAt = sentAt;
   if (breaker && !breaker.allow(sentAt)) return Promise.resolve(degrade(parts, plan, request));
+  // Timed only for observers: performance.now() is a cost the unobserved path does not pay.
+  const startedAt = parts.observers?.decision && performance.now();
   let reply: StoreReply | Promise<StoreReply>;
   try {
     reply = store.evaluate(request);
@@ -157,16 +197,33 @@ function evaluate(parts: Parts, plan: Plan, request: IdentityRequest): Promise<D
   }
   // The memory store answers synchronously: no promise to wait on.
   if (!(reply instanceof Promise)) {
-    breaker?.success();
-    return Promise.resolve(toDecision(plan, reply));
+    return Promise.resolve(answered(parts, plan, request, breaker, startedAt, reply));
   }
   return reply.then(
-    (value) => {
-      breaker?.success();
-      return toDecision(plan, value);
-    },
+    (value) => answered(parts, plan, request, breaker, startedAt, value),
     (error: unknown) => failed(parts, plan, request, error, breaker),
   );
+}
+
+/** A reply from the store: the breaker and the health hear of it, and observers of its time. */
+function answered(
+  parts: Parts,
+  plan: Plan,
+  request: IdentityRequest,
+  breaker: CircuitBreaker | undefined,
+  startedAt: number | undefined,
+  reply: StoreReply,
+): Decision {
+  breaker?.success();
+  if (parts.health?.anyDown) parts.health.answered(serverOf(parts, request));
+  const decision = toDecision(plan, reply);
+  if (startedAt === undefined) return decision;
+  return observed(parts, request, decision, performance.now() - startedAt);
+}
+
+/** The server holding a request's keys: '' for a store that is one server. */
+function serverOf(parts: Parts, request: IdentityRequest): string {
+  return parts.store.serverOf?.(request.keys) ?? '';
 }
 
 // --- When the store fails, or the tier is unknown ----------------------------------------------
@@ -187,6 +244,12 @@ function failed(
   // A store that answers, however late, is not down: only silence and failures trip the breaker.
   if (failure.code === 'STORE_BUSY') breaker?.success();
   else breaker?.failure(Date.now());
+  const { health, observers } = parts;
+  if (health || observers?.storeError) {
+    const server = serverOf(parts, request);
+    health?.failed(server, failure);
+    observers?.storeError?.({ server, error: failure });
+  }
   parts.report(failure);
   return degrade(parts, plan, request, failure);
 }
@@ -210,7 +273,7 @@ function degrade(
     decision = fixedDecision(plan, true, 0, 'allow');
   }
   if (error) decision.error = error;
-  return decision;
+  return observed(parts, request, decision, undefined);
 }
 
 function unknownTier(parts: Parts, tier: unknown): SentinelError {

@@ -22,7 +22,9 @@ type Options = RouteRateLimitOptions;
 type RouteLimiter = HttpLimiter<FastifyRequest>;
 
 const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fastify, options) {
-  const { hook = 'onRequest', global = true, handler, ...base } = adapterOptions(options);
+  const { hook = 'onRequest', global = true, handler, ...given } = adapterOptions(options);
+  // The app's logger, the parent of every request.log, hears of store and breaker transitions.
+  const base: Options = { logger: fastify.log, ...given };
   checkOneOf(hook, SENTINEL_HOOKS, 'hook');
   if (typeof global !== 'boolean') fail('global', `must be true or false, got ${String(global)}`);
   if (handler !== undefined) checkFunction(handler, 'handler');

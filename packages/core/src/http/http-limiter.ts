@@ -108,7 +108,11 @@ export function createHttpLimiter<Req extends RequestLike>(
     ...settings.limiterOptions,
     onError: reportedFromTheDecision,
   });
-  const report = createReporter<[Req]>(settings.onError, '@sentinel/core');
+  const report = createReporter<[Req]>(
+    settings.onError,
+    '@sentinel/core',
+    settings.limiterOptions.logger,
+  );
 
   /** A request whose skip, identify or cost failed: reported, then the failure mode decides. */
   function failed(error: unknown, req: Req): Verdict {
