@@ -53,7 +53,15 @@ beforeAll(async () => {
   // npm resolves the packages' own dependencies and peers the way a user's install would.
   await run(
     'npm',
-    ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs.map((t) => `./${t}`)],
+    [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '--prefer-offline',
+      ...tarballs.map((t) => `./${t}`),
+      // The optional peer that @sentinel/core/prometheus needs, as its user would add it.
+      'prom-client@15.1.3',
+    ],
     {
       cwd: consumer,
     },
@@ -65,6 +73,22 @@ beforeAll(async () => {
   await writeFile(
     join(consumer, 'core.cjs'),
     `const { createLimiter, ALGORITHMS, MemoryStore } = require('@sentinel/core');\n(async () => {${USE_CORE}})();`,
+  );
+  const usePrometheus = `const registry = new Registry();
+const observer = prometheusMetrics(registry);
+observer.decision({ decision: { tier: 'FREE', policy: 'p', policies: [] }, identity: 'a', consumed: true, outcome: 'allowed', storeMs: 1 });
+registry.metrics().then((text) => console.log(text.includes('sentinel_decisions_total{tier="FREE",policy="p",outcome="allowed"} 1')));`;
+  await writeFile(
+    join(consumer, 'prometheus.mjs'),
+    `import { prometheusMetrics } from '@sentinel/core/prometheus';
+import { Registry } from 'prom-client';
+${usePrometheus}`,
+  );
+  await writeFile(
+    join(consumer, 'prometheus.cjs'),
+    `const { prometheusMetrics } = require('@sentinel/core/prometheus');
+const { Registry } = require('prom-client');
+${usePrometheus}`,
   );
   for (const [name, entry] of Object.entries(PACKAGES)) {
     if (name === 'core') continue;
@@ -79,7 +103,11 @@ beforeAll(async () => {
     );
   }
   const typed = `import { createLimiter, type Decision, type LimiterOptions } from '@sentinel/core';
-const options: LimiterOptions = { tiers: { FREE: { limit: 10, window: '1m' } } };
+import { prometheusMetrics } from '@sentinel/core/prometheus';
+const options: LimiterOptions = {
+  tiers: { FREE: { limit: 10, window: '1m' } },
+  observe: [prometheusMetrics(), { decision: ({ outcome }) => outcome.length }],
+};
 const decision: Promise<Decision> = createLimiter(options).consume('key', { tier: 'FREE' });
 export { decision };
 `;
@@ -155,6 +183,14 @@ describe('the packed packages', () => {
       store: 'function',
     });
   });
+
+  it.each(['prometheus.mjs', 'prometheus.cjs'])(
+    'run the Prometheus helper from %s',
+    async (file) => {
+      const { stdout } = await run(process.execPath, [file], { cwd: consumer });
+      expect(stdout.trim()).toBe('true');
+    },
+  );
 
   it.each(['express', 'koa', 'fastify'].flatMap((name) => [`${name}.mjs`, `${name}.cjs`]))(
     'load the adapter and its re-exports from %s',
