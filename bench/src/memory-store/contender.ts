@@ -2,7 +2,9 @@
 // awaited decisions over a set of keys, then the heap after a full collection, as one JSON line.
 // node --expose-gc --import tsx contender.ts <contender> '[{"mode":"cycle","keys":10000,"ms":3000}]'
 import { createLimiter, MemoryStore as SentinelMemoryStore } from '@sentinel/core';
+import { prometheusMetrics } from '@sentinel/core/prometheus';
 import { MemoryStore as ErlMemoryStore, type Options } from 'express-rate-limit';
+import { Registry } from 'prom-client';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 
 /**
@@ -31,6 +33,19 @@ export const CONTENDERS = {
   /** The default store: the process's shared MemoryStore, maxKeys 100,000. */
   sentinel: (): Contender => {
     const limiter = createLimiter({ limit: LIMIT, window: WINDOW_MS, algorithm: 'token-bucket' });
+    return {
+      decide: async (key) => (await limiter.consume(key)).allowed,
+      close: () => limiter.close(),
+    };
+  },
+  /** The default store, observed by the Prometheus helper: what `observe` costs a decision. */
+  'sentinel-observed': (): Contender => {
+    const limiter = createLimiter({
+      limit: LIMIT,
+      window: WINDOW_MS,
+      algorithm: 'token-bucket',
+      observe: prometheusMetrics(new Registry()),
+    });
     return {
       decide: async (key) => (await limiter.consume(key)).allowed,
       close: () => limiter.close(),

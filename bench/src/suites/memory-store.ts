@@ -27,6 +27,7 @@ const SCRIPT = fileURLToPath(new URL('../memory-store/contender.ts', import.meta
 
 const LABELS: Record<ContenderName, string> = {
   sentinel: 'Sentinel (default store)',
+  'sentinel-observed': 'Sentinel, observed by prometheusMetrics',
   'sentinel-1m': 'Sentinel, maxKeys 1M',
   'express-rate-limit': 'express-rate-limit MemoryStore',
   'rate-limiter-flexible': 'rate-limiter-flexible RateLimiterMemory',
@@ -108,7 +109,7 @@ export async function memoryStore(config: BenchConfig): Promise<SuiteReport> {
     {
       label: `${rate(small)} keys`,
       run: { mode: 'cycle', keys: small, ms },
-      contenders: ['sentinel', ...PEERS],
+      contenders: ['sentinel', 'sentinel-observed', ...PEERS],
     },
     {
       label: `${rate(large)} keys`,
@@ -162,6 +163,10 @@ export async function memoryStore(config: BenchConfig): Promise<SuiteReport> {
       value: ratioOf(atLarge, 'rate-limiter-flexible'),
     },
   );
+  ratios.push({
+    label: `memory, ${rate(small)} keys, observed by prometheusMetrics ÷ unobserved`,
+    value: 1 / ratioOf(atSmall, 'sentinel-observed'),
+  });
   const floodHeap = flood.get('sentinel')?.heapUsed ?? Number.NaN;
   const targets: Target[] = [
     {
@@ -183,7 +188,7 @@ export async function memoryStore(config: BenchConfig): Promise<SuiteReport> {
 
   return {
     title: 'Memory store',
-    method: `Sequential \`await\` of one decision at a time, cycling over ${rate(small)} and over ${rate(large)} keys after one untimed pass that creates them all, for ${config.seconds} s per contender and round, ${config.rounds} rounds alternating; then a flood of ${rate(large)} distinct keys, each used once. Sentinel is \`createLimiter({ limit: ${LIMIT}, window: '1d', algorithm: 'token-bucket' })\` with the store a user gets by default, the process's shared MemoryStore with maxKeys 100,000: at ${rate(large)} keys it holds the 100k used last and evicts the rest, so every decision there creates a key. A second Sentinel row passes \`new MemoryStore({ maxKeys: 1_000_000 })\` to show what holding them all costs. The peers are express-rate-limit's MemoryStore (\`await increment(key)\`, a fixed-window counter) and rate-limiter-flexible's RateLimiterMemory (\`await consume(key)\`), with the same limit and window, which no run comes near: every decision admits. Each contender runs in a child process of its own (\`node --expose-gc\` via tsx), a fresh one per round, and reports \`process.memoryUsage().heapUsed\` after two \`gc()\` calls at the end of its run, its store still reachable; an idle process holds about 8 MB.`,
+    method: `Sequential \`await\` of one decision at a time, cycling over ${rate(small)} and over ${rate(large)} keys after one untimed pass that creates them all, for ${config.seconds} s per contender and round, ${config.rounds} rounds alternating; then a flood of ${rate(large)} distinct keys, each used once. Sentinel is \`createLimiter({ limit: ${LIMIT}, window: '1d', algorithm: 'token-bucket' })\` with the store a user gets by default, the process's shared MemoryStore with maxKeys 100,000: at ${rate(large)} keys it holds the 100k used last and evicts the rest, so every decision there creates a key. A second Sentinel row passes \`new MemoryStore({ maxKeys: 1_000_000 })\` to show what holding them all costs; another, at ${rate(small)} keys, adds \`observe: prometheusMetrics(new Registry())\`, to show what observing every decision costs. The peers are express-rate-limit's MemoryStore (\`await increment(key)\`, a fixed-window counter) and rate-limiter-flexible's RateLimiterMemory (\`await consume(key)\`), with the same limit and window, which no run comes near: every decision admits. Each contender runs in a child process of its own (\`node --expose-gc\` via tsx), a fresh one per round, and reports \`process.memoryUsage().heapUsed\` after two \`gc()\` calls at the end of its run, its store still reachable; an idle process holds about 8 MB.`,
     columns: ['run', 'contender', 'decisions/s', 'Sentinel ÷', 'heap', 'admitted'],
     rows,
     ratios,
