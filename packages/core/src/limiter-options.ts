@@ -68,7 +68,7 @@ export interface LimiterOptions {
   onStoreError?: StoreErrorMode;
   /**
    * Called with every store failure and unknown tier. What it throws becomes a process warning.
-   * @default the first failure as a process warning
+   * @default the first failure as a process warning, or through `logger` if given; later ones silent
    */
   onError?: (error: SentinelError) => void;
   /**
@@ -84,6 +84,7 @@ export interface LimiterOptions {
   /**
    * The circuit breaker in front of the store, or false for none. There is one per server: on a
    * Redis Cluster, a failing master trips only the breaker of the identities it serves.
+   * @default { failures: 3, cooldownMs: 1000 }
    */
   breaker?: CircuitBreakerOptions | false;
   /**

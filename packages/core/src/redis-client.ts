@@ -7,7 +7,7 @@ import { fail } from './validation.ts';
  * Settings for a limiter's connection. Nothing queues while disconnected and nothing is re-sent
  * after a reconnect: the scripts' expiry would make a late call do nothing, but it would still
  * cost Redis a call. Retries are bounded; reconnects come within 200 ms, so limiting resumes
- * soon after Redis does; keep-alive finds dead peers.
+ * soon after Redis does; keep-alive finds dead peers; a connection attempt gives up after 2 s.
  */
 export const LIMITER_CLIENT_OPTIONS = {
   enableOfflineQueue: false,

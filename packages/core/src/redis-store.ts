@@ -21,6 +21,7 @@ import { checkObject, checkPositiveInteger, rejectUnknownOptions } from './valid
 export type RedisClient = SupportedRedisClient;
 
 export interface RedisStoreOptions {
+  /** The connection: ioredis 5 or 6, iovalkey or node-redis 5+, `Redis` or `Cluster`. It stays yours to close. */
   client: RedisClient;
   /**
    * Milliseconds a call may wait while its Redis server sends nothing and this process is free

@@ -19,7 +19,7 @@ declare global {
     interface Request {
       /**
        * Sentinel's decision for this request: set by the last `rateLimit()` it passed, and
-       * undefined when that one made none (skipped, allow-listed, not identified) or none ran.
+       * undefined when that one made none (skipped or allow-listed) or none ran.
        */
       rateLimit?: Decision;
     }

@@ -39,6 +39,7 @@ export interface SentinelOptions extends HttpLimiterOptions<FastifyRequest> {
    * `Retry-After` with a 429) are already set. A 401 for a rejected API key and a 503 when failing
    * closed keep their problem bodies.
    * @example (request, reply, decision) => reply.send({ error: 'slow down', policy: decision.policy })
+   * @default undefined (a problem+json body)
    */
   handler?: RefusalHandler;
 }
@@ -62,7 +63,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /**
      * The decision of the last limit this request went through; undefined when that one made
-     * none (skipped, allow-listed, not identified) or none applied.
+     * none (skipped or allow-listed) or none applied.
      */
     rateLimit: Decision | undefined;
   }

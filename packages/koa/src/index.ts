@@ -19,7 +19,7 @@ declare module 'koa' {
   interface DefaultState {
     /**
      * The decision of the last `rateLimit()` this request passed; undefined when that one made
-     * none (skipped, allow-listed, not identified) or none ran.
+     * none (skipped or allow-listed) or none ran.
      */
     rateLimit?: Decision;
   }
@@ -32,6 +32,7 @@ export interface RateLimitOptions extends HttpLimiterOptions<Context> {
    * are set already; set `ctx.status` and `ctx.body` as you like. A 401 for a rejected API key
    * and a 503 when failing closed keep their problem bodies.
    * @example (ctx, decision) => { ctx.status = 429; ctx.body = { retryIn: decision.retryAfterMs } }
+   * @default undefined (a problem+json body)
    */
   handler?: (ctx: Context, decision: Decision) => void | Promise<void>;
 }

@@ -39,8 +39,10 @@ export interface HttpLimiterOptions<Req = RequestLike> extends Omit<LimiterOptio
   /** Called for every request over its limit, in shadow mode too. What it throws goes to `onError`. */
   onLimited?: (req: Req, decision: Decision) => void;
   /**
-   * Called for every failure: the store, an unknown tier, or an `identify`, `cost` or `skip`
-   * that threw or returned something invalid, with the request it concerns.
+   * Called for every failure: the store, an unknown tier, an `identify`, `cost` or `skip` that
+   * threw or returned something invalid, or an `onLimited` that threw, with the request it
+   * concerns.
+   * @default the first failure as a process warning, or through `logger` if given; later ones silent
    */
   onError?: (error: Error, req: Req) => void;
   /** `'shadow'` evaluates, sets headers and calls back, but never blocks. @default 'enforce' */

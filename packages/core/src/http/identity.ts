@@ -125,7 +125,10 @@ export function byApiKey({
   };
 }
 
-/** Identifies a request by a header naming its tenant, such as `x-tenant-id`. */
+/**
+ * Identifies a request by a header naming its tenant, such as `x-tenant-id`. `tier` is the tier
+ * of every request it identifies; without it they get the limiter's `defaultTier`.
+ */
 export function byHeader(header: string, { tier }: { tier?: string } = {}): Identifier {
   const name = headerName(header, 'byHeader');
   return function identifyByHeader(req) {
