@@ -41,6 +41,10 @@ export interface GatewayConfig {
   routes: RouteRule[];
   logLevel: string;
   limiter: LimiterSettings;
+  /** The admin routes' token; undefined keeps them off. */
+  adminToken: string | undefined;
+  /** Whether `/_sentinel` serves the status page. */
+  statusPage: boolean;
 }
 
 /** A configuration mistake: the message names the field and is all the user needs to see. */
@@ -79,10 +83,20 @@ const FIELDS = [
   'timeout',
   'prefix',
   'logLevel',
+  'admin',
+  'statusPage',
 ] as const;
 type FileConfig = Partial<Record<(typeof FIELDS)[number], unknown>>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** An admin token shorter than this is a password someone could guess. */
+const MIN_TOKEN_LENGTH = 16;
+
+/** Whether a listening host is reachable from this machine only. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}
 
 /** Reads `--config <path>` or SENTINEL_CONFIG, then overrides the file with the environment. */
 export function loadConfig(
@@ -120,10 +134,28 @@ export function loadConfig(
     addKeys(keys, readJson(path, at('keysFile')), `${path}:`, tierNames);
   }
   if (raw.keys !== undefined) addKeys(keys, raw.keys, at('keys'), tierNames);
+  const host = checkString(fromEnv('HOST') ?? raw.host ?? '127.0.0.1', origin('HOST', 'host'));
+  const adminToken = checkAdmin(
+    fromEnv('SENTINEL_ADMIN_TOKEN'),
+    raw.admin,
+    origin('SENTINEL_ADMIN_TOKEN', 'admin'),
+  );
+  const statusPage = checkStatusPage(
+    fromEnv('SENTINEL_STATUS_PAGE') ?? raw.statusPage,
+    origin('SENTINEL_STATUS_PAGE', 'statusPage'),
+    // The demo shows its page; a configured gateway shows it only when asked.
+    file === undefined && isLoopback(host),
+  );
+  if (statusPage && !isLoopback(host) && adminToken === undefined) {
+    fail(
+      origin('SENTINEL_STATUS_PAGE', 'statusPage'),
+      `is on and ${host} is not a loopback address: set admin.token (or SENTINEL_ADMIN_TOKEN), which the page then asks for`,
+    );
+  }
 
   return {
     file,
-    host: checkString(fromEnv('HOST') ?? raw.host ?? '127.0.0.1', origin('HOST', 'host')),
+    host,
     port: checkPort(fromEnv('PORT') ?? raw.port ?? 3000, origin('PORT', 'port')),
     upstream:
       upstream === undefined
@@ -146,6 +178,8 @@ export function loadConfig(
       timeout: raw.timeout,
       prefix: raw.prefix,
     } as LimiterSettings,
+    adminToken,
+    statusPage,
   };
 }
 
@@ -277,6 +311,34 @@ function addKeys(
       : checkString(tenant.tier, `${entry} tier`);
     keys.set(key, { tenant: tenant.tenant, tier });
   });
+}
+
+/**
+ * `admin: { token }`, or SENTINEL_ADMIN_TOKEN over it. Errors never quote the token: a line
+ * about a secret that ends up in a log must not carry it.
+ */
+function checkAdmin(fromEnv: string | undefined, admin: unknown, field: string) {
+  let token: unknown = fromEnv;
+  if (token === undefined && admin !== undefined) {
+    if (!isRecord(admin)) fail(field, 'must be { token }');
+    const unknown = Object.keys(admin).find((name) => name !== 'token');
+    if (unknown !== undefined) fail(`${field}.${unknown}`, 'is not a field; admin has token');
+    token = admin.token;
+  }
+  if (token === undefined) return undefined;
+  const at = fromEnv === undefined ? `${field}.token` : field;
+  if (typeof token !== 'string' || token.length < MIN_TOKEN_LENGTH) {
+    fail(at, `must be a string of at least ${MIN_TOKEN_LENGTH} characters`);
+  }
+  return token;
+}
+
+/** true or false in the file; `1`, `true`, `0` or `false` in the environment. */
+function checkStatusPage(value: unknown, field: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (value === true || value === 'true' || value === '1') return true;
+  if (value === false || value === 'false' || value === '0') return false;
+  fail(field, `must be true or false (1 or 0), got ${describe(value)}`);
 }
 
 function checkRoutes(routes: unknown, field: string): RouteRule[] {

@@ -5,7 +5,12 @@ import { prometheusMetrics } from '@sentinel/core/prometheus';
 import { byApiKey, byIp, chain, createRedisClient, sentinel } from '@sentinel/fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import type { GatewayConfig, RouteRule } from './config.ts';
+import { loggedUrl, UNLIMITED } from './admin-access.ts';
+import { registerAdminRoutes } from './admin-routes.ts';
+import { type GatewayConfig, isLoopback, type RouteRule } from './config.ts';
+import { DecisionStats } from './decision-stats.ts';
+import { QuotaInspector } from './quota-inspector.ts';
+import { registerStatusPage } from './status-page.ts';
 
 export interface Gateway {
   app: FastifyInstance;
@@ -13,8 +18,8 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/** Routes that answer the platform, not clients: never limited, never proxied. */
-const UNLIMITED = { config: { rateLimit: false as const } };
+/** Where the gateway reads API keys, besides `Authorization: Bearer`. */
+const API_KEY_HEADER = 'x-api-key';
 
 /**
  * Builds and readies the app for an upstream; Sentinel's TypeErrors about `config.limiter` and
@@ -23,21 +28,39 @@ const UNLIMITED = { config: { rateLimit: false as const } };
 export async function buildGateway(config: GatewayConfig & { upstream: string }): Promise<Gateway> {
   const { upstream } = config;
   const redis = config.redisUrl === undefined ? undefined : createRedisClient(config.redisUrl);
-  const app = Fastify({ logger: { level: config.logLevel } });
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      serializers: {
+        // Fastify's own request line, with an admin route's API key left out.
+        req: (request) => ({
+          method: request.method,
+          url: loggedUrl(request.url),
+          host: request.headers.host,
+          remoteAddress: request.socket?.remoteAddress,
+          remotePort: request.socket?.remotePort,
+        }),
+      },
+    },
+  });
   try {
     const registry = new Registry();
     collectDefaultMetrics({ register: registry });
     const breakers = new Set<string>();
+    const stats = config.statusPage ? new DecisionStats() : undefined;
+    // One identifier for the request path and the admin routes, so both find the same identity.
+    const identifyApiKey = byApiKey({
+      header: API_KEY_HEADER,
+      lookup: async (key) => config.keys.get(key) ?? null,
+      unknownKey: 'reject',
+    });
 
     await app.register(sentinel, {
       ...config.limiter,
       redis,
       // A known key selects its tenant's tier; no key means the default tier by client IP; a key
       // nobody issued gets a 401.
-      identify: chain(
-        byApiKey({ lookup: async (key) => config.keys.get(key) ?? null, unknownKey: 'reject' }),
-        byIp(),
-      ),
+      identify: chain(identifyApiKey, byIp()),
       onLimited(request, decision) {
         // The request's logger carries its id; the decision says who without the raw key.
         request.log.debug(
@@ -53,6 +76,7 @@ export async function buildGateway(config: GatewayConfig & { upstream: string })
             else breakers.delete(server);
           },
         },
+        ...(stats ? [stats.observer] : []),
       ],
     });
 
@@ -72,6 +96,24 @@ export async function buildGateway(config: GatewayConfig & { upstream: string })
     app.get('/metrics', UNLIMITED, async (_request, reply) =>
       reply.type(registry.contentType).send(await registry.metrics()),
     );
+
+    if (config.adminToken !== undefined || stats) {
+      const inspector = new QuotaInspector({
+        limiter: config.limiter,
+        redis,
+        groups: [...new Set(config.routes.flatMap(({ group }) => (group ? [group] : [])))],
+        identifyApiKey,
+        apiKeyHeader: API_KEY_HEADER,
+        logger: app.log,
+      });
+      app.addHook('onClose', () => inspector.close());
+      if (config.adminToken !== undefined) registerAdminRoutes(app, inspector, config.adminToken);
+      if (stats) {
+        // Open on loopback, where only this machine reaches it; behind the token elsewhere.
+        const token = isLoopback(config.host) ? undefined : config.adminToken;
+        registerStatusPage(app, { stats, inspector, token });
+      }
+    }
 
     // Each configured prefix is a proxy of its own, so that its route carries its own cost and
     // group; `/` takes everything else at the default cost.

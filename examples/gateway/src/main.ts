@@ -1,6 +1,6 @@
 // The gateway process: reads its configuration, starts, prints how to try it, and stops on a signal.
 import type { PolicyOptions, TierOptions } from '@sentinel/fastify';
-import { ConfigError, type GatewayConfig, loadConfig } from './config.ts';
+import { ConfigError, type GatewayConfig, isLoopback, loadConfig } from './config.ts';
 import { type EchoUpstream, startEchoUpstream } from './echo-upstream.ts';
 import { buildGateway, type Gateway } from './gateway.ts';
 
@@ -65,6 +65,15 @@ function printBanner(config: GatewayConfig, address: string, echo: EchoUpstream 
     `  store:    ${store}`,
     `  health:   ${address}/healthz  ${address}/readyz  ${address}/metrics`,
   ];
+  if (config.statusPage) {
+    const guarded = isLoopback(config.host) ? '' : '  (asks for the admin token)';
+    lines.push(`  status:   ${address}/_sentinel${guarded}`);
+  }
+  if (config.adminToken !== undefined) {
+    lines.push(
+      `  admin:    ${address}/_sentinel/identities/<key>  (Authorization: Bearer <token>)`,
+    );
+  }
   if (config.demoKeys) {
     const tiers = config.limiter.tiers as Record<string, TierOptions>;
     lines.push('Demo API keys (send as x-api-key or Authorization: Bearer):');
