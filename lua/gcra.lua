@@ -13,7 +13,8 @@ ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
   local state = redis.call('GET', key)
   if state then
     local tat, fraction = string.match(state, '^(%-?%d+) (%d+)$')
-    debt = math.max(0, (tonumber(tat) - t) * rate + tonumber(fraction))
+    -- A fraction written under a higher limit (a larger rate) is at most one step here.
+    debt = math.max(0, (tonumber(tat) - t) * rate + math.min(tonumber(fraction), rate - 1))
   end
   local need = cost * token
   local admits = debt + need <= capacity

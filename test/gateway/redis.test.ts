@@ -43,7 +43,7 @@ describe('the gateway with REDIS_URL', () => {
 
     const redis = connect();
     const keys = await redis.keys(`${prefix}:*`);
-    expect(keys).toEqual([`${prefix}:{tenant:demo-free}:free-minute:token-bucket`]);
+    expect(keys).toEqual([`${prefix}:{tenant:demo-free}:free-minute:1m:token-bucket`]);
     expect(keys.join()).not.toContain('demo-free-key');
 
     // A clean shutdown closes the Redis client as well as the server.

@@ -15,7 +15,10 @@ import { formatWindow, parseWindow } from './window.ts';
 export interface Plan {
   readonly tier: string | undefined;
   readonly policies: readonly ResolvedPolicy[];
-  /** Appended to the identity's key prefix, one per policy: `:<name>:<algorithm>`. */
+  /**
+   * Appended to the identity's key prefix, one per policy: `:<name>:<algorithm>`, and for a
+   * policy named by the caller `:<name>:<window>:<algorithm>` (see `keySuffix`).
+   */
   readonly keySuffixes: readonly string[];
   readonly script: 'mixed' | Algorithm;
   readonly args: readonly string[];
@@ -55,6 +58,22 @@ function resolvePolicy(input: unknown, option: string, tier: string | undefined)
     fail(field(option, 'name'), 'must be 1 to 64 letters, digits, `_`, `-` or `.`');
   }
   return { name: resolvedName, limit, windowMs, algorithm };
+}
+
+/**
+ * Where a policy's state lives. A name given by the caller stays when its limit changes, and so
+ * does the state, which each algorithm reads rightly under a new limit; a new window changes
+ * what the state means (a window index, the units of a token), so it gets a key of its own and
+ * starts afresh, as does a rate policy whose fixed-point units depend on its limit (over 2^53 of
+ * them). A default name already spells out the limit and the window.
+ */
+function keySuffix({ name, limit, windowMs, algorithm }: ResolvedPolicy, named: boolean): string {
+  if (!named) return `:${name}:${algorithm}`;
+  const units = { token: 0, rate: 0, stepMs: 1 };
+  const rated = algorithm === 'token-bucket' || algorithm === 'gcra';
+  const limitBound = rated && scale(limit, windowMs, units) && units.token !== windowMs;
+  const shape = limitBound ? `${limit}-per-${formatWindow(windowMs)}` : formatWindow(windowMs);
+  return `:${name}:${shape}:${algorithm}`;
 }
 
 /** Each algorithm's bound on a policy's size, so that its integers stay exact in Lua's doubles. */
@@ -97,6 +116,9 @@ export function resolvePlan(input: TierOptions, option: string, tier?: string): 
   const policies = list.map((p, i) =>
     resolvePolicy(p, Array.isArray(input) ? `${option}[${i}]` : option, tier),
   );
+  const named = list.map(
+    (p) => typeof p === 'object' && p !== null && 'name' in p && p.name !== undefined,
+  );
   const seen = new Set<string>();
   for (const { name } of policies) {
     if (seen.has(name))
@@ -108,7 +130,7 @@ export function resolvePlan(input: TierOptions, option: string, tier?: string): 
   return {
     tier,
     policies,
-    keySuffixes: policies.map((p) => `:${p.name}:${p.algorithm}`),
+    keySuffixes: policies.map((p, i) => keySuffix(p, named[i] as boolean)),
     script,
     args: policies.flatMap((p) => [p.algorithm, String(p.limit), String(p.windowMs)]),
   };

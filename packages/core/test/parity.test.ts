@@ -204,11 +204,17 @@ async function agree(
       );
     }
     expect(errors).toEqual([]);
-    // Redis wrote only the documented keys: prefix:{identity}:policy:algorithm.
-    const layout = named.map(
-      (p, i) =>
-        `${prefix}:{${IDENTITY}}:${p.name ?? `${p.limit}-per-${formatWindow(policies[i]?.windowMs as number)}`}:${p.algorithm}`,
-    );
+    // Redis wrote only the documented keys: prefix:{identity}:policy:algorithm, where a named
+    // policy adds its window, and its limit too if that sets a rate policy's fixed-point units.
+    const layout = named.map((p, i) => {
+      const window = formatWindow(policies[i]?.windowMs as number);
+      const rated = p.algorithm === 'token-bucket' || p.algorithm === 'gcra';
+      const limitBound =
+        rated && p.limit * (policies[i]?.windowMs as number) > Number.MAX_SAFE_INTEGER;
+      const shape = limitBound ? `${p.limit}-per-${window}` : window;
+      const policy = p.name === undefined ? `${p.limit}-per-${window}` : `${p.name}:${shape}`;
+      return `${prefix}:{${IDENTITY}}:${policy}:${p.algorithm}`;
+    });
     const written = await keysUnder(prefix);
     for (const key of written) expect(layout).toContain(key);
     if (written.length > 0) await redis.del(...written);

@@ -136,7 +136,7 @@ describe('the script evaluator', () => {
       onError: (error) => errors.push(error),
     });
     // A string where the log expects a sorted set makes the script fail with WRONGTYPE.
-    await redis.set(`${prefix}:{broken}:log:sliding-window-log`, 'not a sorted set');
+    await redis.set(`${prefix}:{broken}:log:1m:sliding-window-log`, 'not a sorted set');
     await limiter.consume('warm-up-other-key');
     await redis.config('RESETSTAT');
     const decision = await limiter.consume('broken');

@@ -16,7 +16,11 @@ export const gcra: Evaluate<GcraState> = ({ limit, windowMs, cost, now, apply },
   const t = Math.floor(now / stepMs);
   const capacity = limit * token;
   const state = slot.state;
-  let debt = state === undefined ? 0 : Math.max(0, (state.tat - t) * rate + state.fraction);
+  // A fraction written under a higher limit (a larger rate) is at most one step here.
+  let debt =
+    state === undefined
+      ? 0
+      : Math.max(0, (state.tat - t) * rate + Math.min(state.fraction, rate - 1));
   const need = cost * token;
   const admits = debt + need <= capacity;
   if (admits && apply) debt += need;
