@@ -11,6 +11,7 @@ import {
 } from './limiter-options.ts';
 import { MemoryStore } from './memory-store.ts';
 import type { DecisionEvent } from './observer.ts';
+import { type CompiledPlan, PlanCache } from './plan-cache.ts';
 import type { Plan } from './policy.ts';
 import { toRedisConnection } from './redis-connection.ts';
 import { IdentityRequest, KeyLayout } from './store-keys.ts';
@@ -29,10 +30,11 @@ export interface Limiter {
   /** The decision consume would make now, without consuming anything. */
   peek(key: string, options?: ConsumeOptions): Promise<Decision>;
   /**
-   * Deletes the key's state: for the tier named, or for every tier. A tier the limiter does not
-   * know holds no state: it is reported to `onError`, as consume reports it, and nothing is deleted.
+   * Deletes the key's state: for the policies given, for the tier named, or for every tier. A
+   * tier the limiter does not know holds no state: it is reported to `onError`, as consume
+   * reports it, and nothing is deleted.
    */
-  reset(key: string, options?: Pick<ConsumeOptions, 'tier'>): Promise<void>;
+  reset(key: string, options?: Pick<ConsumeOptions, 'tier' | 'policies'>): Promise<void>;
   /**
    * Stops timers and closes the stores the limiter created, and the client it built from
    * `redisUrl`. A client you passed as `redis` stays open.
@@ -51,6 +53,8 @@ interface Parts extends ResolvedOptions {
   readonly fallbackLayout: KeyLayout;
   /** The one breaker of a store that is one server, looked up once rather than per call. */
   readonly breaker: CircuitBreaker | undefined;
+  /** Plans for the policies calls bring with them. */
+  readonly ownPlans: PlanCache;
 }
 
 export function createLimiter(options: LimiterOptions): Limiter {
@@ -67,7 +71,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
   const breaker = store.serverOf === undefined ? breakers?.of('') : undefined;
   const fallbackLayout = layouts.get(resolved.fallback) as KeyLayout;
-  const parts: Parts = { ...resolved, store, local, layouts, fallbackLayout, breaker };
+  const ownPlans = new PlanCache(resolved.prefix);
+  const parts: Parts = { ...resolved, store, local, layouts, fallbackLayout, breaker, ownPlans };
   return {
     consume: (key, options) => decide(parts, key, options, true),
     peek: (key, options) => decide(parts, key, options, false),
@@ -96,16 +101,19 @@ function decide(
   apply: boolean,
 ): Promise<Decision> {
   let cost: number;
+  const tier = options?.tier;
+  const own = options?.policies;
+  let compiled: CompiledPlan | undefined;
   try {
     checkKey(key);
     cost = options?.cost ?? 1;
     // The default needs no check.
     if (cost !== 1) checkPositiveInteger(cost, 'cost');
+    if (own !== undefined) compiled = parts.ownPlans.of(own, tier);
   } catch (error) {
     return Promise.reject(error);
   }
-  const tier = options?.tier;
-  const plan = planFor(parts, tier);
+  const plan = compiled?.plan ?? planFor(parts, tier);
   if (plan === undefined) {
     const decision = unknownTierDecision(parts, tier);
     parts.observers?.decision?.(decisionEvent(decision, storageIdentity(key), apply, undefined));
@@ -113,7 +121,8 @@ function decide(
   }
   const request = new IdentityRequest(
     storageIdentity(key),
-    tier === undefined ? parts.fallbackLayout : (parts.layouts.get(plan) as KeyLayout),
+    compiled?.layout ??
+      (tier === undefined ? parts.fallbackLayout : (parts.layouts.get(plan) as KeyLayout)),
     cost,
     apply,
     parts.clock?.(),
@@ -304,11 +313,19 @@ function unknownTierDecision(parts: Parts, tier: unknown): Decision {
 async function resetKey(
   parts: Parts,
   key: string,
-  options: Pick<ConsumeOptions, 'tier'> | undefined,
+  options: Pick<ConsumeOptions, 'tier' | 'policies'> | undefined,
 ): Promise<void> {
   checkKey(key);
   const tier = options?.tier;
   let chosen: Plan[];
+  if (options?.policies !== undefined) {
+    const { plan, layout } = parts.ownPlans.of(options.policies, tier);
+    parts.blocks?.forget(blockId(plan, key));
+    const keys = layout.keysOf(storageIdentity(key));
+    await parts.store.reset(keys);
+    await parts.local?.reset(keys);
+    return;
+  }
   if (tier === undefined) {
     chosen = [parts.fallback, ...parts.plans.values()];
   } else {

@@ -68,6 +68,15 @@ export interface ConsumeOptions {
   cost?: number;
   /** Selects the tier's policies. @default the limiter's `defaultTier` */
   tier?: string;
+  /**
+   * This call's own policies, in place of its tier's: a tenant's contract limits, say. `tier`
+   * still labels the decision. Each distinct set is checked and compiled once and kept (the last
+   * 1000 sets), so a set that comes back costs what a tier does; a bad one rejects with a
+   * TypeError. A policy with a `name` keeps its state when its limit changes; a new window starts
+   * it afresh.
+   * @example { name: 'contract', limit: 5000, window: '1m' }
+   */
+  policies?: TierOptions;
 }
 
 /** One evaluation, as the limiter hands it to a store. */

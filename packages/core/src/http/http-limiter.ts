@@ -74,6 +74,15 @@ function checkIdentity(found: IdentifyResult): Identity | 'unauthorized' | null 
       `\`identify\` returned a tier that is ${describe(found.tier)}, not a string`,
     );
   }
+  // The limiter checks the policies themselves, once per distinct set.
+  if (
+    found.policies !== undefined &&
+    (typeof found.policies !== 'object' || found.policies === null)
+  ) {
+    throw new TypeError(
+      `\`identify\` returned policies that are ${describe(found.policies)}, not a policy or a list of them`,
+    );
+  }
   return found;
 }
 
@@ -139,6 +148,7 @@ export function createHttpLimiter<Req extends RequestLike>(
       decision = await limiter.consume(identity?.key ?? 'anonymous', {
         cost: charge.cost,
         tier: identity?.tier,
+        policies: identity?.policies,
       });
     } catch (error) {
       // The limiter answers store failures with a decision: only a cost it refuses lands here.

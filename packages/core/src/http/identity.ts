@@ -1,5 +1,6 @@
 // Who is this request? Ready-made identifiers over the request shape Express, Koa and Fastify share.
 import { FingerprintCache } from '../fingerprint.ts';
+import type { TierOptions } from '../types.ts';
 import { checkFunction, checkOneOf, checkPositiveInteger, describe, fail } from '../validation.ts';
 import { ipIdentity } from './client-ip.ts';
 import { LookupCache } from './lookup-cache.ts';
@@ -16,6 +17,11 @@ export interface Identity {
   key: string;
   /** Selects the policies; the limiter's anonymous tier when absent. */
   tier?: string;
+  /**
+   * This identity's own policies, in place of its tier's: a tenant's contract limits. Each
+   * distinct set is compiled once and cached; see `ConsumeOptions.policies`.
+   */
+  policies?: TierOptions;
 }
 
 /**
@@ -44,6 +50,12 @@ export interface ApiKeyTenant {
   /** Whom the key belongs to: keys of one tenant share its limits. */
   tenant: string;
   tier?: string;
+  /**
+   * The tenant's own policies, in place of its tier's; the tier still labels its decisions. A
+   * change takes effect when the lookup's cached answer expires (`cacheTtlMs`).
+   * @example { name: 'contract', limit: 5000, window: '1m' }
+   */
+  policies?: TierOptions;
 }
 
 export interface ApiKeyOptions {
@@ -118,9 +130,10 @@ export function byApiKey({
       .get(hashed, async () => (await lookup(key)) ?? null)
       .then((found) => {
         if (found === null) return reject ? 'unauthorized' : null;
-        return found.tier === undefined
-          ? { key: `tenant:${found.tenant}` }
-          : { key: `tenant:${found.tenant}`, tier: found.tier };
+        const identity: Identity = { key: `tenant:${found.tenant}` };
+        if (found.tier !== undefined) identity.tier = found.tier;
+        if (found.policies !== undefined) identity.policies = found.policies;
+        return identity;
       });
   };
 }
