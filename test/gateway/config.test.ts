@@ -94,4 +94,36 @@ describe('the gateway configuration', () => {
     );
     expect(stderr).not.toContain('secret');
   });
+
+  it('refuses a short admin token without quoting it, and a status page beyond loopback without a token', async () => {
+    const short = await refusedStart({
+      SENTINEL_CONFIG: configFile('admin.yaml', 'admin: { token: hunter2 }\n'),
+    });
+    expect(short.code).toBe(1);
+    expect(short.stderr.trim()).toMatch(
+      /admin\.yaml: admin\.token must be a string of at least 16 characters$/,
+    );
+    expect(short.stderr).not.toContain('hunter2');
+
+    const fromEnv = await refusedStart({ SENTINEL_ADMIN_TOKEN: 'hunter2' });
+    expect(fromEnv.stderr.trim()).toBe(
+      'SENTINEL_ADMIN_TOKEN must be a string of at least 16 characters',
+    );
+
+    const exposed = await refusedStart({ HOST: '0.0.0.0', SENTINEL_STATUS_PAGE: '1' });
+    expect(exposed.code).toBe(1);
+    expect(exposed.stderr).toMatch(
+      /^SENTINEL_STATUS_PAGE is on and 0\.0\.0\.0 is not a loopback address: set admin\.token/,
+    );
+
+    const typo = await refusedStart({
+      SENTINEL_CONFIG: configFile('page.yaml', 'statusPage: yes please\n'),
+    });
+    expect(typo.stderr).toMatch(/page\.yaml: statusPage must be true or false/);
+  });
+
+  it('leaves the demo page off beyond loopback rather than refusing to start', async () => {
+    const gateway = await startGateway({ HOST: '0.0.0.0' });
+    expect(gateway.output().stdout).not.toContain('/_sentinel');
+  });
 });

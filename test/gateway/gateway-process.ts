@@ -20,6 +20,8 @@ const GATEWAY_VARIABLES = [
   'SENTINEL_HEADERS',
   'SENTINEL_ON_STORE_ERROR',
   'LOG_LEVEL',
+  'SENTINEL_ADMIN_TOKEN',
+  'SENTINEL_STATUS_PAGE',
 ];
 
 export interface GatewayProcess {

@@ -76,6 +76,57 @@ describe('the gateway with REDIS_URL', () => {
     allow.child.kill('SIGTERM');
     expect(await Promise.all([deny.exited, allow.exited])).toEqual([0, 0]);
   });
+
+  it("reads and resets a key's quota in Redis from another gateway than the one that spent it", async () => {
+    const token = 'test-admin-token-0123456789';
+    const admin = { authorization: `Bearer ${token}` };
+    const env = {
+      REDIS_URL: inject('redisUrl'),
+      SENTINEL_CONFIG: configFile('gateway.yaml', `prefix: ${uniquePrefix('gateway-admin')}\n`),
+      SENTINEL_ADMIN_TOKEN: token,
+    };
+    const [spender, operator] = await Promise.all([startGateway(env), startGateway(env)]);
+    const remaining = async () => {
+      const response = await fetch(`${operator.url}/_sentinel/identities/demo-free-key`, {
+        headers: admin,
+      });
+      // 503 while no answer from Redis is in: the quota is then unknown.
+      if (response.status !== 200) return undefined;
+      const body = (await response.json()) as { policies: { remaining: number }[] };
+      return body.policies[0]?.remaining;
+    };
+    // The first call may wait for the connection; Redis answers every later one.
+    await waitForValue(async () => (await remaining()) === 10, 20_000, 'a quota read from Redis');
+    for (let i = 0; i < 10; i++) await fetch(`${spender.url}/hello`, { headers: FREE });
+    expect(await remaining()).toBe(0);
+    expect((await fetch(`${spender.url}/hello`, { headers: FREE })).status).toBe(429);
+
+    const reset = await fetch(`${operator.url}/_sentinel/identities/demo-free-key`, {
+      method: 'DELETE',
+      headers: admin,
+    });
+    expect(reset.status).toBe(204);
+    expect((await fetch(`${spender.url}/hello`, { headers: FREE })).status).toBe(200);
+  });
+
+  it("answers 503 for a key's quota while Redis is out of reach, rather than a guess", async () => {
+    const token = 'test-admin-token-0123456789';
+    const { url } = await startGateway({
+      REDIS_URL: `redis://127.0.0.1:${await closedPort()}`,
+      SENTINEL_ADMIN_TOKEN: token,
+    });
+    const response = await fetch(`${url}/_sentinel/identities/demo-free-key`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(response.status).toBe(503);
+    expect(response.headers.get('content-type')).toContain('application/problem+json');
+    const reset = await fetch(`${url}/_sentinel/identities/demo-free-key`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(reset.status).toBe(503);
+    expect(await reset.text()).not.toContain('127.0.0.1');
+  });
 });
 
 /** A loopback port that was free a moment ago. */
