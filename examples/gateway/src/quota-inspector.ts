@@ -91,7 +91,8 @@ export class QuotaInspector {
   async quota(apiKey: string): Promise<Quota | undefined> {
     const identity = await this.#identityOf(apiKey);
     if (identity === undefined) return undefined;
-    const options = { tier: identity.tier };
+    // What the request path consumes with: the tier, and a tenant's own policies if it has them.
+    const options = { tier: identity.tier, policies: identity.policies };
     const [main, ...grouped] = await Promise.all([
       this.#main.peek(identity.key, options),
       ...[...this.#groups.values()].map((limiter) => limiter.peek(identity.key, options)),
@@ -111,7 +112,7 @@ export class QuotaInspector {
   async reset(apiKey: string): Promise<boolean> {
     const identity = await this.#identityOf(apiKey);
     if (identity === undefined) return false;
-    const options = { tier: identity.tier };
+    const options = { tier: identity.tier, policies: identity.policies };
     const limiters = [this.#main, ...this.#groups.values()];
     await Promise.all(limiters.map((limiter) => limiter.reset(identity.key, options)));
     return true;
