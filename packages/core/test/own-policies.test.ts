@@ -66,7 +66,7 @@ describe('compiling', () => {
   it('reads a set of policies once, however many calls bring the same object', async () => {
     let reads = 0;
     const policy = new Proxy(
-      { name: 'contract', limit: 100, window: '1m' },
+      { name: 'contract', limit: 100, window: '1m' as const },
       {
         get(target, property, receiver) {
           reads++;
