@@ -7,8 +7,10 @@
 -- ARGV[2]          Unix milliseconds by the Redis clock after which no caller of the batch
 --                  waits any longer (the earliest of theirs), or '' for no such time
 -- ARGV[3]          the number of requests
--- then per request: its policy count, its cost, '1' to consume or '0' to peek, and per policy
--- the algorithm, limit and window in milliseconds
+-- then per request: its policy count, its cost, its mode ('1' to consume, '0' to peek, 'p' or
+-- 'r<at>': see `decide` in lua/prelude.lua), and per policy the algorithm, limit, window in
+-- milliseconds and penalty box in milliseconds (0 for none); its keys are its policies' keys,
+-- then its box keys
 --
 -- Returns per request { allowed, then per policy: allowed, remaining, reset_ms, retry_ms },
 -- all in one flat list, then the Redis clock; or { -1, the Redis clock } when the call arrived
@@ -24,9 +26,8 @@ local reply = {}
 local key, arg = 1, 4
 for _ = 1, tonumber(ARGV[3]) do
   local count = tonumber(ARGV[arg])
-  decide(key, arg + 3, count, tonumber(ARGV[arg + 1]), now, ARGV[arg + 2] == '1', reply, #reply + 1)
-  key = key + count
-  arg = arg + 3 + 3 * count
+  key = key + decide(key, arg + 3, count, tonumber(ARGV[arg + 1]), now, ARGV[arg + 2], reply, #reply + 1)
+  arg = arg + 3 + 4 * count
 end
 reply[#reply + 1] = clock
 return reply

@@ -1,14 +1,18 @@
 -- Evaluates one request against every policy of an identity, all-or-nothing, in one call.
 --
--- KEYS[i]          state key of policy i; all keys share the identity's hash tag
+-- KEYS[i]          state key of policy i, then the box key of each policy with a box, in
+--                  order; all keys share the identity's hash tag
 -- ARGV[1]          now in Unix milliseconds, or '' to use the Redis clock (TIME)
 -- ARGV[2]          cost of the request, a positive integer
--- ARGV[3]          '1' to consume, '0' to only look (peek)
+-- ARGV[3]          '1' to consume, '0' to only look (peek), 'p' to take the cost as a
+--                  penalty, 'r<at>' to give back the cost of a consume charged at script time
+--                  <at> (see `decide` in lua/prelude.lua)
 -- ARGV[4]          Unix milliseconds by the Redis clock after which the caller no longer waits
 --                  for this call, or '' for no such time
--- ARGV[3i+2]       algorithm of policy i
--- ARGV[3i+3]       limit of policy i
--- ARGV[3i+4]       window of policy i, in milliseconds
+-- ARGV[4i+1]       algorithm of policy i (from 1)
+-- ARGV[4i+2]       limit of policy i
+-- ARGV[4i+3]       window of policy i, in milliseconds
+-- ARGV[4i+4]       penalty box of policy i in milliseconds, or 0 for none
 --
 -- Returns { allowed, then per policy: allowed, remaining, reset_ms, retry_ms, then the Redis
 -- clock in Unix milliseconds }, or { -1, the Redis clock } when the call arrived after ARGV[4]
@@ -25,6 +29,6 @@ if expiry and clock > expiry then return { -1, clock } end
 -- One clock for every gateway: theirs drift, Redis's is shared.
 local now = (tonumber(ARGV[1]) or clock) - EPOCH_MS
 local reply = {}
-decide(1, 5, #KEYS, tonumber(ARGV[2]), now, ARGV[3] == '1', reply, 1)
+decide(1, 5, (#ARGV - 4) / 4, tonumber(ARGV[2]), now, ARGV[3], reply, 1)
 reply[#reply + 1] = clock
 return reply

@@ -26,3 +26,24 @@ ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
   if cost <= limit then retry = ends_in end
   return 0, math.max(0, limit - used), ends_in, retry
 end
+
+-- A penalty counts more in the current window, past the limit if it must; a refund counts less,
+-- only while the window it was charged in is the current one.
+ADJUSTMENTS['fixed-window'] = function(key, limit, window, amount, now, at)
+  local absolute = now + EPOCH_MS
+  local index = math.floor(absolute / window)
+  local used = 0
+  local state = redis.call('GET', key)
+  if state then
+    local stored, count = string.match(state, '^(%d+) (%d+)$')
+    stored = tonumber(stored)
+    if stored >= index then index, used = stored, tonumber(count) end
+  end
+  if at and math.floor((at + EPOCH_MS) / window) ~= index then return end
+  used = math.max(0, used + amount)
+  if used == 0 then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, string.format('%d %d', index, used), 'PX', (index + 1) * window - absolute)
+  end
+end

@@ -26,11 +26,31 @@ ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
     if need <= capacity then
       retry = ms_after(math.ceil((debt + need - capacity) / rate), t, step, now)
     end
-    return 0, math.floor((capacity - debt) / token), due, retry
+    return 0, math.max(0, math.floor((capacity - debt) / token)), due, retry
   end
   if apply then
     redis.call('SET', key, string.format('%d %d', t + math.floor(debt / rate), debt % rate),
       'PX', due)
   end
-  return 1, math.floor((capacity - debt) / token), due, 0
+  return 1, math.max(0, math.floor((capacity - debt) / token)), due, 0
+end
+
+-- A penalty moves the TAT later, past the window if it must; a refund moves it back, never
+-- before now.
+ADJUSTMENTS['gcra'] = function(key, limit, window, amount, now, at)
+  local token, rate, step = scale(limit, window)
+  local t = math.floor(now / step)
+  local debt = 0
+  local state = redis.call('GET', key)
+  if state then
+    local tat, fraction = string.match(state, '^(%-?%d+) (%d+)$')
+    debt = math.max(0, (tonumber(tat) - t) * rate + math.min(tonumber(fraction), rate - 1))
+  end
+  debt = math.max(0, debt + amount * token)
+  if debt == 0 then
+    redis.call('DEL', key)
+    return
+  end
+  redis.call('SET', key, string.format('%d %d', t + math.floor(debt / rate), debt % rate),
+    'PX', ms_after(math.ceil(debt / rate), t, step, now))
 end

@@ -10,24 +10,73 @@ local EPOCH_MS = 1704067200000
 --   and writes the new state only when apply is true and the request is allowed.
 local ALGORITHMS = {}
 
+-- algorithm name -> function(key, limit, window, amount, now, at)
+--   takes `amount` more (a penalty) whatever is left, or with a negative amount and `at`, the
+--   time a consume was charged at, gives that much back (a refund): never past a full limit,
+--   and never into a window other than the one charged.
+local ADJUSTMENTS = {}
+
 -- Decides one request against its `count` policies, whose keys start at KEYS[key] and whose
--- algorithm, limit and window triples start at ARGV[arg]. Writes at reply[out] 1 or 0 for the
--- request, then allowed, remaining, reset_ms and retry_ms per policy. One policy decides and
--- writes in a single pass; several first look without writing, and consume from all only when
--- all admit, so a rejection anywhere consumes nothing anywhere. A peek only looks.
-local function decide(key, arg, count, cost, now, apply, reply, out)
+-- algorithm, limit, window and box quadruples start at ARGV[arg]; a policy with a box (a
+-- penalty box of that many ms, else 0) has a second key, after all the policies' keys. Writes
+-- at reply[out] 1 or 0 for the request, then allowed, remaining, reset_ms and retry_ms per
+-- policy, and returns how many keys it used. `mode` is '1' to consume, '0' to look (a peek),
+-- 'p' to take `cost` as a penalty, or 'r<at>' to give back `cost` charged at script time `at`.
+-- One policy decides and writes in a single pass; several first look without writing, and
+-- consume from all only when all admit, so a rejection anywhere consumes nothing anywhere. An
+-- identity in a policy's box is refused by it until the box ends; a consume refused by a
+-- policy with a box puts the identity in it.
+local function decide(key, arg, count, cost, now, mode, reply, out)
+  local boxes = key + count
+  if mode ~= '1' and mode ~= '0' then
+    local at = tonumber(string.match(mode, '^r(%-?%d+)$'))
+    local amount = cost
+    if at then amount = -cost end
+    reply[out] = 1
+    for i = 0, count - 1 do
+      local a = arg + 4 * i
+      local name, k, limit, window = ARGV[a], KEYS[key + i], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+      ADJUSTMENTS[name](k, limit, window, amount, now, at)
+      local allowed, remaining, reset, retry = ALGORITHMS[name](k, limit, window, 1, now, false)
+      if allowed == 0 then reply[out] = 0 end
+      local o = out + 1 + 4 * i
+      reply[o], reply[o + 1], reply[o + 2], reply[o + 3] = allowed, remaining, reset, retry
+      if tonumber(ARGV[a + 3]) > 0 then boxes = boxes + 1 end
+    end
+    return boxes - key
+  end
+  local apply = mode == '1'
   local consume = apply and count == 1
   while true do
     reply[out] = 1
+    local b = key + count
     for i = 0, count - 1 do
-      local at = arg + 3 * i
+      local a = arg + 4 * i
+      local box_ms = tonumber(ARGV[a + 3])
+      local box, held = nil, 0
+      if box_ms > 0 then
+        -- The box holds the time it ends, on the scripts' clock, like every other state.
+        box, b = KEYS[b], b + 1
+        local ends = tonumber(redis.call('GET', box))
+        if ends then held = ends - now end
+      end
       local allowed, remaining, reset, retry =
-        ALGORITHMS[ARGV[at]](KEYS[key + i], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), cost, now, consume)
+        ALGORITHMS[ARGV[a]](KEYS[key + i], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), cost, now, consume and held <= 0)
+      -- A retry of -1 (a cost over the limit) stays: no wait admits it.
+      if held > 0 then
+        -- In the box: refused until it ends, and nothing consumed.
+        allowed, remaining, reset = 0, 0, math.max(reset, held)
+        if retry >= 0 then retry = math.max(retry, held) end
+      elseif allowed == 0 and apply and box then
+        redis.call('SET', box, string.format('%d', now + box_ms), 'PX', box_ms)
+        reset = math.max(reset, box_ms)
+        if retry >= 0 then retry = math.max(retry, box_ms) end
+      end
       if allowed == 0 then reply[out] = 0 end
       local o = out + 1 + 4 * i
       reply[o], reply[o + 1], reply[o + 2], reply[o + 3] = allowed, remaining, reset, retry
     end
-    if consume or not apply or reply[out] == 0 then return end
+    if consume or not apply or reply[out] == 0 then return b - key end
     consume = true
   end
 end

@@ -53,3 +53,41 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   local slide = mul_div(limit - cost, window, current)
   return 0, remaining, reset, ends_in + math.max(0, window - slide)
 end
+
+-- A penalty counts more in the current window; a refund counts less in the window it was
+-- charged in, while that is the current one or the previous one, which still weighs.
+ADJUSTMENTS['sliding-window-counter'] = function(key, limit, window, amount, now, at)
+  local absolute = now + EPOCH_MS
+  local index = math.floor(absolute / window)
+  local current, previous = 0, 0
+  local state = redis.call('GET', key)
+  if state then
+    local stored, c, p = string.match(state, '^(%d+) (%d+) (%d+)$')
+    stored = tonumber(stored)
+    if stored >= index then
+      index, current, previous = stored, tonumber(c), tonumber(p)
+    elseif stored == index - 1 then
+      previous = tonumber(c)
+    end
+  end
+  if not at then
+    current = current + amount
+  else
+    local charged = math.floor((at + EPOCH_MS) / window)
+    if charged == index then
+      current = math.max(0, current + amount)
+    elseif charged == index - 1 then
+      previous = math.max(0, previous + amount)
+    else
+      return
+    end
+  end
+  local ends_in = window - (absolute - index * window)
+  local reset = ends_in
+  if current > 0 then reset = ends_in + window end
+  if current == 0 and previous == 0 then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, string.format('%d %d %d', index, current, previous), 'PX', reset)
+  end
+end

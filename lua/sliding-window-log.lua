@@ -3,34 +3,39 @@
 --
 -- Scores are times; members are "<time>:<sequence>" so that requests sharing a millisecond stay
 -- distinct. Only admitted requests are recorded.
+-- Records `cost` admitted requests at `now`, behind `used` live ones, and sets the key's expiry.
+-- Returns the ms until the newest entry leaves the window.
+local function record_log(key, window, cost, now, used)
+  -- Members at one time are numbered 1..n; they leave the window together, so numbering on
+  -- from the count at `now` keeps them unique. Only a clock that stepped back leaves entries
+  -- newer than now, which then also set the expiry.
+  local newest, sequence = now, 0
+  if used > 0 then
+    newest = math.max(now, tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]))
+    if newest >= now then sequence = redis.call('ZCOUNT', key, now, now) end
+  end
+  -- ZADD in batches: unpack() is bounded by Lua's stack.
+  local batch = {}
+  for i = 1, cost do
+    batch[#batch + 1] = now
+    batch[#batch + 1] = string.format('%d:%d', now, sequence + i)
+    if #batch == 1000 or i == cost then
+      redis.call('ZADD', key, unpack(batch))
+      batch = {}
+    end
+  end
+  local reset = newest + window - now
+  redis.call('PEXPIRE', key, reset)
+  return reset
+end
+
 ALGORITHMS['sliding-window-log'] = function(key, limit, window, cost, now, apply)
   -- Dropping expired entries changes no decision, so it is safe even when nothing is consumed.
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   local used = redis.call('ZCARD', key)
-  if used + cost <= limit then
-    if apply then
-      -- Members at one time are numbered 1..n; they leave the window together, so numbering
-      -- on from the count at `now` keeps them unique. Only a clock that stepped back leaves
-      -- entries newer than now, which then also set the expiry.
-      local newest, sequence = now, 0
-      if used > 0 then
-        newest = math.max(now, tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]))
-        if newest >= now then sequence = redis.call('ZCOUNT', key, now, now) end
-      end
-      -- ZADD in batches: unpack() is bounded by Lua's stack.
-      local batch = {}
-      for i = 1, cost do
-        batch[#batch + 1] = now
-        batch[#batch + 1] = string.format('%d:%d', now, sequence + i)
-        if #batch == 1000 or i == cost then
-          redis.call('ZADD', key, unpack(batch))
-          batch = {}
-        end
-      end
-      local reset = newest + window - now
-      redis.call('PEXPIRE', key, reset)
-      return 1, math.max(0, limit - used - cost), reset, 0
-    end
+  if used + cost <= limit and apply then
+    local reset = record_log(key, window, cost, now, used)
+    return 1, math.max(0, limit - used - cost), reset, 0
   end
   local reset = 0
   if used > 0 then
@@ -43,4 +48,25 @@ ALGORITHMS['sliding-window-log'] = function(key, limit, window, cost, now, apply
   -- Admitted once the oldest (used + cost - limit) entries have left the window.
   local blocking = redis.call('ZRANGE', key, used + cost - limit - 1, used + cost - limit - 1, 'WITHSCORES')
   return 0, remaining, reset, tonumber(blocking[2]) + window - now
+end
+
+-- A penalty records entries at now, past the limit if it must: at most `limit` of them, since
+-- more would keep the identity out no longer. A refund removes entries recorded at the time it
+-- was charged, which are alike whichever request wrote them, while they are still in the window.
+ADJUSTMENTS['sliding-window-log'] = function(key, limit, window, amount, now, at)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  if at then
+    -- The entries at one time are numbered 1..count: removing the last ones keeps them so.
+    local count = redis.call('ZCOUNT', key, at, at)
+    local batch = {}
+    for i = count - math.min(-amount, count) + 1, count do
+      batch[#batch + 1] = string.format('%d:%d', at, i)
+      if #batch == 1000 or i == count then
+        redis.call('ZREM', key, unpack(batch))
+        batch = {}
+      end
+    end
+    return
+  end
+  record_log(key, window, math.min(amount, limit), now, redis.call('ZCARD', key))
 end

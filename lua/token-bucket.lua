@@ -14,7 +14,8 @@ ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply)
   local updated = t
   local state = redis.call('GET', key)
   if state then
-    local stored, at = string.match(state, '^(%d+) (%-?%d+)$')
+    -- The level is below zero only after a penalty took more than was left.
+    local stored, at = string.match(state, '^(%-?%d+) (%-?%d+)$')
     at = tonumber(at)
     if at > t then updated = at end
     level = math.min(capacity, tonumber(stored) + (updated - at) * rate)
@@ -27,10 +28,33 @@ ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply)
   if not admits then
     local retry = -1
     if need <= capacity then retry = ms_after(math.ceil((need - level) / rate), t, step, now) end
-    return 0, math.floor(level / token), full, retry
+    return 0, math.max(0, math.floor(level / token)), full, retry
   end
   if apply then
     redis.call('SET', key, string.format('%d %d', level, updated), 'PX', full)
   end
   return 1, math.floor(level / token), full, 0
+end
+
+-- A penalty takes tokens whatever is left, down into debt that refills like any level; a refund
+-- puts tokens back, up to a full bucket.
+ADJUSTMENTS['token-bucket'] = function(key, limit, window, amount, now, at)
+  local token, rate, step = scale(limit, window)
+  local t = math.floor(now / step)
+  local capacity = limit * token
+  local level, updated = capacity, t
+  local state = redis.call('GET', key)
+  if state then
+    local stored, last = string.match(state, '^(%-?%d+) (%-?%d+)$')
+    last = tonumber(last)
+    if last > t then updated = last end
+    level = math.min(capacity, tonumber(stored) + (updated - last) * rate)
+  end
+  level = math.min(capacity, level - amount * token)
+  local full = ms_after(math.ceil((capacity - level) / rate), t, step, now)
+  if full <= 0 then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, string.format('%d %d', level, updated), 'PX', full)
+  end
 end

@@ -42,7 +42,7 @@ export {
   QUOTA_EXCEEDED,
 } from './http/problem.ts';
 export type { RefusalReason } from './http/verdict.ts';
-export { createLimiter, type Limiter, type LimiterOptions } from './limiter.ts';
+export { createLimiter, type Limiter, type LimiterOptions, type RefundOptions } from './limiter.ts';
 export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
 export type {
   BreakerEvent,

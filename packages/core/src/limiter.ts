@@ -16,7 +16,7 @@ import type { Plan } from './policy.ts';
 import { toRedisConnection } from './redis-connection.ts';
 import { IdentityRequest, KeyLayout } from './store-keys.ts';
 import type { ConsumeOptions, Decision, Store, StoreReply } from './types.ts';
-import { checkPositiveInteger, describe, fail } from './validation.ts';
+import { checkObject, checkPositiveInteger, describe, fail } from './validation.ts';
 
 export { LIMITER_OPTION_NAMES, type LimiterOptions } from './limiter-options.ts';
 
@@ -35,6 +35,21 @@ export interface Limiter {
    * reports it, and nothing is deleted.
    */
   reset(key: string, options?: Pick<ConsumeOptions, 'tier' | 'policies'>): Promise<void>;
+  /**
+   * Gives back what an admitted consume took, atomically, to exactly the policies it consumed
+   * from, and only into the windows it was charged in: `cost` (at most, and by default, what is
+   * left of the decision's) goes back, never past a full limit. For requests that should not
+   * count after all, such as successful logins. Resolves true once given back; false, with no
+   * store call, for a decision that was refused, degraded, a peek's, or already given back.
+   * Rejects with a SentinelError when the store fails, and then gave back nothing.
+   */
+  refund(key: string, options: RefundOptions): Promise<boolean>;
+  /**
+   * Takes `cost` more from every policy of the tier (or `policies`), whatever is left, for a
+   * failed CAPTCHA, say: the identity then waits longer. Resolves with what a peek would decide
+   * afterwards; rejects with a SentinelError when the store fails.
+   */
+  penalize(key: string, options?: ConsumeOptions): Promise<Decision>;
   /**
    * Stops timers and closes the stores the limiter created, and the client it built from
    * `redisUrl`. A client you passed as `redis` stays open.
@@ -57,6 +72,27 @@ interface Parts extends ResolvedOptions {
   readonly ownPlans: PlanCache;
 }
 
+export interface RefundOptions {
+  /** The decision `consume` resolved with for this key. */
+  decision: Decision;
+  /** Units to give back: a positive integer. @default what the decision took and has not had back */
+  cost?: number;
+}
+
+/**
+ * What an admitted consume took, kept beside its decision for a refund: the request (its keys,
+ * policies and cost) and the Unix ms the store charged it at.
+ */
+interface Charge {
+  readonly request: IdentityRequest;
+  readonly at: number | undefined;
+  /** Units not given back yet. */
+  left: number;
+}
+
+/** Admitted decisions' charges; a decision let go takes its charge with it. */
+const charges = new WeakMap<Decision, Charge>();
+
 export function createLimiter(options: LimiterOptions): Limiter {
   const resolved = resolveOptions(options);
   // Last, once every option is known good: it may open a connection.
@@ -77,6 +113,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     consume: (key, options) => decide(parts, key, options, true),
     peek: (key, options) => decide(parts, key, options, false),
     reset: (key, options) => resetKey(parts, key, options),
+    refund: (key, options) => refund(parts, key, options),
+    penalize: (key, options) => penalize(parts, key, options),
     async close() {
       unsubscribe?.();
       local?.close();
@@ -226,6 +264,9 @@ function answered(
   breaker?.success();
   if (parts.health?.anyDown) parts.health.answered(serverOf(parts, request));
   const decision = toDecision(plan, reply);
+  if (request.apply && decision.allowed) {
+    charges.set(decision, { request, at: reply.at, left: request.cost });
+  }
   if (startedAt === undefined) return decision;
   return observed(parts, request, decision, performance.now() - startedAt);
 }
@@ -237,6 +278,14 @@ function serverOf(parts: Parts, request: IdentityRequest): string {
 
 // --- When the store fails, or the tier is unknown ----------------------------------------------
 
+function asSentinelError(error: unknown): SentinelError {
+  return error instanceof SentinelError
+    ? error
+    : new SentinelError('STORE_FAILED', error instanceof Error ? error.message : String(error), {
+        cause: error,
+      });
+}
+
 function failed(
   parts: Parts,
   plan: Plan,
@@ -244,12 +293,7 @@ function failed(
   error: unknown,
   breaker: CircuitBreaker | undefined,
 ): Decision {
-  const failure =
-    error instanceof SentinelError
-      ? error
-      : new SentinelError('STORE_FAILED', error instanceof Error ? error.message : String(error), {
-          cause: error,
-        });
+  const failure = asSentinelError(error);
   // A store that answers, however late, is not down: only silence and failures trip the breaker.
   if (failure.code === 'STORE_BUSY') breaker?.success();
   else breaker?.failure(Date.now());
@@ -340,4 +384,82 @@ async function resetKey(
   const keys = [...new Set(chosen.flatMap((plan) => keysOf(parts, key, plan)))];
   await parts.store.reset(keys);
   await parts.local?.reset(keys);
+}
+
+// --- Refund and penalty --------------------------------------------------------------------------
+
+async function refund(parts: Parts, key: string, options: RefundOptions): Promise<boolean> {
+  checkKey(key);
+  checkObject(options, 'options', '{ decision, cost? }');
+  const { decision, cost } = options;
+  checkObject(decision, 'decision', 'the decision consume resolved with');
+  if (cost !== undefined) checkPositiveInteger(cost, 'cost');
+  const charge = charges.get(decision);
+  // A decision that consumed nothing, or whose store cannot say when it charged, has nothing to give.
+  if (charge === undefined || charge.left === 0 || charge.at === undefined) return false;
+  const { identity, layout } = charge.request;
+  if (storageIdentity(key) !== identity) {
+    fail('key', 'is not the key the decision was made for');
+  }
+  const amount = Math.min(cost ?? charge.left, charge.left);
+  // Taken off first, so that a second refund racing this one gives back no more than is left.
+  charge.left -= amount;
+  const request = new IdentityRequest(identity, layout, amount, false, parts.clock?.());
+  request.adjust = { kind: 'refund', at: charge.at };
+  try {
+    await adjust(parts, request);
+  } catch (error) {
+    // The store did nothing (a late call does nothing either): the units may be given back later.
+    charge.left += amount;
+    throw error;
+  }
+  return true;
+}
+
+async function penalize(
+  parts: Parts,
+  key: string,
+  options: ConsumeOptions | undefined,
+): Promise<Decision> {
+  checkKey(key);
+  const cost = options?.cost ?? 1;
+  checkPositiveInteger(cost, 'cost');
+  const tier = options?.tier;
+  const compiled = options?.policies && parts.ownPlans.of(options.policies, tier);
+  const plan = compiled?.plan ?? planFor(parts, tier);
+  if (plan === undefined) throw unknownTier(parts, tier);
+  const layout = compiled?.layout ?? (parts.layouts.get(plan) as KeyLayout);
+  const request = new IdentityRequest(storageIdentity(key), layout, cost, false, parts.clock?.());
+  request.adjust = { kind: 'penalize' };
+  return toDecision(plan, await adjust(parts, request));
+}
+
+/** Sends a penalty or a refund: through the breaker, failing with a SentinelError, never degraded. */
+async function adjust(parts: Parts, request: IdentityRequest): Promise<StoreReply> {
+  const { store, breakers } = parts;
+  const breaker = parts.breaker ?? breakers?.of(store.serverOf?.(request.keys) ?? '');
+  request.sentAt = Date.now();
+  if (breaker && !breaker.allow(request.sentAt)) {
+    throw new SentinelError(
+      'STORE_UNAVAILABLE',
+      'The circuit breaker is open: the store is failing',
+    );
+  }
+  try {
+    const reply = await store.evaluate(request);
+    breaker?.success();
+    if (parts.health?.anyDown) parts.health.answered(serverOf(parts, request));
+    return reply;
+  } catch (error) {
+    const failure = asSentinelError(error);
+    if (failure.code === 'STORE_BUSY') breaker?.success();
+    else breaker?.failure(Date.now());
+    const { health, observers } = parts;
+    if (health || observers?.storeError) {
+      const server = serverOf(parts, request);
+      health?.failed(server, failure);
+      observers?.storeError?.({ server, error: failure });
+    }
+    throw failure;
+  }
 }

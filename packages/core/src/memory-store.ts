@@ -1,5 +1,11 @@
 // The embedded store: the same algorithms as the Lua scripts, run in process, with bounded memory.
-import { evaluators, type KeyState, type PolicyInput, type Slot } from './algorithms/index.ts';
+import {
+  adjusters,
+  evaluators,
+  type KeyState,
+  type PolicyInput,
+  type Slot,
+} from './algorithms/index.ts';
 import { EPOCH_MS } from './scripts.generated.ts';
 import { IdentityRequest } from './store-keys.ts';
 import type { PolicyOutcome, Store, StoreReply, StoreRequest } from './types.ts';
@@ -109,12 +115,21 @@ export class MemoryStore implements Store {
     }
     this.#clockOffset = request.now === undefined ? 0 : request.now - real;
     const now = (request.now ?? real) - EPOCH_MS;
-    // Same two passes as lua/evaluate.lua: several policies look first, then all consume or none.
-    if (namespaces.length === 1 || !request.apply) {
-      return this.#run(request, identities, namespaces, now, request.apply);
+    const at = request.now ?? real;
+    if (request.adjust !== undefined) {
+      this.#adjust(request, identities, namespaces, now);
+      // Then what a peek would say, as the script replies; its boxes aside, as the script's are.
+      return this.#run(request, identities, namespaces, now, 1, false, false, at, false);
     }
-    const look = this.#run(request, identities, namespaces, now, false);
-    return look.allowed ? this.#run(request, identities, namespaces, now, true) : look;
+    // Same two passes as lua/prelude.lua: several policies look first, then all consume or none.
+    const { apply, cost } = request;
+    if (request.policies.length === 1 || !apply) {
+      return this.#run(request, identities, namespaces, now, cost, apply, apply, at);
+    }
+    const look = this.#run(request, identities, namespaces, now, cost, false, true, at);
+    return look.allowed
+      ? this.#run(request, identities, namespaces, now, cost, true, true, at)
+      : look;
   }
 
   reset(keys: readonly string[]): void {
@@ -134,44 +149,124 @@ export class MemoryStore implements Store {
     this.#spare = undefined;
   }
 
+  /**
+   * One pass over the policies, the twin of one pass of `decide` in lua/prelude.lua: `consume`
+   * writes what admits; `apply` (a consume, in either pass) puts an identity that a policy with
+   * a box refuses in that box; `boxes` false reads no box, as after a penalty or a refund.
+   */
   #run(
-    { policies, cost }: StoreRequest,
+    { policies }: StoreRequest,
     identities: string | readonly string[],
     namespaces: readonly string[],
     now: number,
+    cost: number,
+    consume: boolean,
     apply: boolean,
+    at: number,
+    boxes = true,
   ): StoreReply {
-    const outcomes: PolicyOutcome[] = new Array(namespaces.length);
+    const outcomes: PolicyOutcome[] = new Array(policies.length);
     let allowed = true;
     const input = this.#input;
     input.cost = cost;
     input.now = now;
-    input.apply = apply;
     const slot = this.#slot;
-    for (let i = 0; i < namespaces.length; i++) {
+    // Box keys follow the policies' keys, one per policy with a box.
+    let box = policies.length;
+    for (let i = 0; i < policies.length; i++) {
+      const policy = policies[i] as StoreRequest['policies'][number];
       const identity = typeof identities === 'string' ? identities : (identities[i] as string);
-      const namespace = namespaces[i] as string;
-      const policy = policies[i];
-      if (policy === undefined) throw new TypeError('@sentinel/core: one key per policy');
-      const entry = this.#read(identity, namespace, now);
-      const stored = entry?.state;
+      let boxAt: number | undefined;
+      let held = 0;
+      if (policy.blockForMs > 0) {
+        boxAt = box++;
+        if (boxes) {
+          const entry = this.#read(
+            this.#identityAt(identities, boxAt),
+            namespaces[boxAt] as string,
+            now,
+          );
+          if (entry !== undefined) held = entry.state.expiresAt - now;
+        }
+      }
+      const entry = this.#read(identity, namespaces[i] as string, now);
       input.limit = policy.limit;
       input.windowMs = policy.windowMs;
-      slot.state = stored;
+      input.apply = consume && held <= 0;
+      slot.state = entry?.state;
       const outcome = evaluators[policy.algorithm](input, slot);
       const next = slot.state;
       slot.state = undefined;
-      outcomes[i] = outcome;
-      if (!outcome.allowed) allowed = false;
       if (next === undefined) {
         if (entry !== undefined) this.#remove(identity, entry);
       } else if (entry !== undefined) {
         entry.state = next;
       } else {
-        this.#insert(identity, namespace, next, this.#first);
+        this.#insert(identity, namespaces[i] as string, next, this.#first);
+      }
+      if (held > 0) {
+        // In the box: refused until it ends, and nothing consumed.
+        outcome.allowed = false;
+        outcome.remaining = 0;
+        outcome.resetMs = Math.max(outcome.resetMs, held);
+        outcome.retryAfterMs = Math.max(outcome.retryAfterMs, held);
+      } else if (!outcome.allowed && apply && boxAt !== undefined) {
+        this.#hold(
+          this.#identityAt(identities, boxAt),
+          namespaces[boxAt] as string,
+          now,
+          policy.blockForMs,
+        );
+        outcome.resetMs = Math.max(outcome.resetMs, policy.blockForMs);
+        outcome.retryAfterMs = Math.max(outcome.retryAfterMs, policy.blockForMs);
+      }
+      outcomes[i] = outcome;
+      if (!outcome.allowed) allowed = false;
+    }
+    return { allowed, policies: outcomes, at };
+  }
+
+  #identityAt(identities: string | readonly string[], i: number): string {
+    return typeof identities === 'string' ? identities : (identities[i] as string);
+  }
+
+  /** Puts an identity in a policy's box for `ms`, as SET <box> 1 PX ms does. */
+  #hold(identity: string, namespace: string, now: number, ms: number): void {
+    const entry = this.#read(identity, namespace, now);
+    if (entry !== undefined) entry.state = { expiresAt: now + ms };
+    else this.#insert(identity, namespace, { expiresAt: now + ms }, this.#first);
+  }
+
+  /** Takes a penalty, or gives a refund back, per policy: the twins of ADJUSTMENTS. */
+  #adjust(
+    { policies, cost, adjust }: StoreRequest,
+    identities: string | readonly string[],
+    namespaces: readonly string[],
+    now: number,
+  ): void {
+    const refundAt = adjust?.kind === 'refund' ? adjust.at - EPOCH_MS : undefined;
+    const amount = refundAt === undefined ? cost : -cost;
+    const input = this.#input;
+    input.now = now;
+    const slot = this.#slot;
+    for (let i = 0; i < policies.length; i++) {
+      const policy = policies[i] as StoreRequest['policies'][number];
+      const identity = this.#identityAt(identities, i);
+      const entry = this.#read(identity, namespaces[i] as string, now);
+      input.limit = policy.limit;
+      input.windowMs = policy.windowMs;
+      slot.state = entry?.state;
+      adjusters[policy.algorithm](input, slot, amount, refundAt);
+      const next = slot.state;
+      slot.state = undefined;
+      if (next === undefined) {
+        if (entry !== undefined) this.#remove(identity, entry);
+      } else if (entry !== undefined) {
+        entry.state = next;
+      } else {
+        this.#insert(identity, namespaces[i] as string, next, this.#first);
       }
     }
-    return { allowed, policies: outcomes };
   }
 
   #find(identity: string, namespace: string): Entry | undefined {

@@ -16,7 +16,8 @@ export interface Plan {
   readonly tier: string | undefined;
   readonly policies: readonly ResolvedPolicy[];
   /**
-   * Appended to the identity's key prefix, one per policy: `:<name>:<algorithm>`, and for a
+   * Appended to the identity's key prefix, one per policy, then `<suffix>:box` for each policy
+   * with a penalty box: `:<name>:<algorithm>`, and for a
    * policy named by the caller `:<name>:<window>:<algorithm>` (see `keySuffix`).
    */
   readonly keySuffixes: readonly string[];
@@ -36,12 +37,18 @@ export const MAX_LOG_LIMIT = 10_000;
 const field = (option: string, name: string) => (option === '' ? name : `${option}.${name}`);
 
 /** What a policy object may hold: `{ max, windowMs }` gets the peer-name advice. */
-const POLICY_FIELDS = ['name', 'limit', 'window', 'algorithm'];
+const POLICY_FIELDS = ['name', 'limit', 'window', 'algorithm', 'blockFor'];
 
 function resolvePolicy(input: unknown, option: string, tier: string | undefined): ResolvedPolicy {
   checkObject(input, option || 'policies', 'a policy object');
   rejectUnknownFields(input, POLICY_FIELDS, option);
-  const { name, limit, window, algorithm = 'token-bucket' } = input as Record<string, unknown>;
+  const {
+    name,
+    limit,
+    window,
+    algorithm = 'token-bucket',
+    blockFor,
+  } = input as Record<string, unknown>;
   checkPositiveInteger(limit, field(option, 'limit'));
   const windowMs = parseWindow(window);
   if (windowMs === undefined) {
@@ -57,7 +64,18 @@ function resolvePolicy(input: unknown, option: string, tier: string | undefined)
   if (typeof resolvedName !== 'string' || !NAME.test(resolvedName)) {
     fail(field(option, 'name'), 'must be 1 to 64 letters, digits, `_`, `-` or `.`');
   }
-  return { name: resolvedName, limit, windowMs, algorithm };
+  let blockForMs = 0;
+  if (blockFor !== undefined) {
+    const parsed = parseWindow(blockFor);
+    if (parsed === undefined) {
+      fail(
+        field(option, 'blockFor'),
+        `must be positive whole milliseconds or a string like '30s' or '15m', got ${describe(blockFor)}`,
+      );
+    }
+    blockForMs = parsed;
+  }
+  return { name: resolvedName, limit, windowMs, algorithm, blockForMs };
 }
 
 /**
@@ -130,8 +148,18 @@ export function resolvePlan(input: TierOptions, option: string, tier?: string): 
   return {
     tier,
     policies,
-    keySuffixes: policies.map((p, i) => keySuffix(p, named[i] as boolean)),
+    keySuffixes: [
+      ...policies.map((p, i) => keySuffix(p, named[i] as boolean)),
+      ...policies.flatMap((p, i) =>
+        p.blockForMs > 0 ? [`${keySuffix(p, named[i] as boolean)}:box`] : [],
+      ),
+    ],
     script,
-    args: policies.flatMap((p) => [p.algorithm, String(p.limit), String(p.windowMs)]),
+    args: policies.flatMap((p) => [
+      p.algorithm,
+      String(p.limit),
+      String(p.windowMs),
+      String(p.blockForMs),
+    ]),
   };
 }

@@ -16,7 +16,7 @@ const BATCH_EXPIRY_ARG = 1;
 interface Member {
   readonly call: RedisCall;
   readonly keys: readonly string[];
-  /** Its part of the batch's ARGV: policy count, cost, apply, then each policy's triple. */
+  /** Its part of the batch's ARGV: policy count, cost, mode, then each policy's quadruple. */
   readonly args: readonly string[];
   /** Its reply, as lua/evaluate.lua would give it; undefined to send it alone instead. */
   settle(reply: number[] | undefined): void;
@@ -53,6 +53,10 @@ class BatchCall implements ScriptCall {
 
   mayResend(): boolean {
     return this.#members.every((m) => m.call.mayResend());
+  }
+
+  set clock(clock: number | undefined) {
+    for (const { call } of this.#members) call.clock = clock;
   }
 }
 
@@ -118,7 +122,8 @@ export class RedisBatches {
         }
         let at = 0;
         for (const member of members) {
-          const length = 1 + FIELDS_PER_POLICY * member.keys.length;
+          // A request's part of the arguments starts with its policy count.
+          const length = 1 + FIELDS_PER_POLICY * Number(member.args[0]);
           member.settle(reply.slice(at, at + length));
           at += length;
         }

@@ -30,6 +30,8 @@ export class RedisCall implements ScriptCall {
   /** The latest send; undefined while held for the first connection. */
   sent: Send | undefined;
   settled = false;
+  /** The Redis clock of the run that answered it, in Unix ms. */
+  clock: number | undefined = undefined;
   /** The last deadline check found it overdue: the next one fails it if it still is. */
   suspect = false;
   readonly #expires: boolean;

@@ -12,7 +12,7 @@ import {
 } from './redis-connection.ts';
 import { RedisNode } from './redis-node.ts';
 import { evaluateScript } from './script-evaluator.ts';
-import { scripts } from './scripts.generated.ts';
+import { EPOCH_MS, scripts } from './scripts.generated.ts';
 import { decodeReply } from './store-reply.ts';
 import type { Store, StoreReply, StoreRequest } from './types.ts';
 import { checkObject, checkPositiveInteger, rejectUnknownOptions } from './validation.ts';
@@ -100,27 +100,23 @@ export class RedisStore implements Store {
   }
 
   evaluate(request: StoreRequest): Promise<StoreReply> {
-    const { keys, now, cost, apply, args, script } = request;
+    const { keys, now, cost, apply, args, script, adjust } = request;
+    // Whatever writes must not count late: consumes, penalties and refunds carry an expiry.
+    const writes = apply || adjust !== undefined;
     // The fourth argument, the expiry, is written by the evaluator at each send.
-    const argv = [
-      now === undefined ? '' : String(now),
-      String(cost),
-      apply ? '1' : '0',
-      '',
-      ...args,
-    ];
+    const argv = [now === undefined ? '' : String(now), String(cost), mode(request), '', ...args];
     const alone: Command = async (call, node) => {
       const reply = await evaluateScript(this.#client, node, scripts[script], keys, argv, call);
-      return reply && decodeReply(reply);
+      return reply && decodeReply(reply, now ?? call.clock);
     };
     // A caller's clock differs call by call, while a batch runs on one.
-    if (now !== undefined) return this.#call(keys, apply, alone);
-    return this.#call(keys, apply, async (call, node) => {
+    if (now !== undefined) return this.#call(keys, writes, alone);
+    return this.#call(keys, writes, async (call, node) => {
       const group = this.#batchGroup(keys[0] as string);
       if (group !== undefined) {
-        const part = [String(keys.length), argv[1] as string, argv[2] as string, ...args];
+        const part = [String(args.length / 4), argv[1] as string, argv[2] as string, ...args];
         const reply = await this.#batches.join(group, node, call, keys, part);
-        if (reply !== undefined) return decodeReply(reply);
+        if (reply !== undefined) return decodeReply(reply, call.clock);
         if (!call.wanted) return undefined;
       }
       return alone(call, node);
@@ -301,4 +297,10 @@ export class RedisStore implements Store {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
   }
+}
+
+/** A request's mode as lua/prelude.lua's `decide` reads it. */
+function mode({ apply, adjust }: StoreRequest): string {
+  if (adjust === undefined) return apply ? '1' : '0';
+  return adjust.kind === 'penalize' ? 'p' : `r${adjust.at - EPOCH_MS}`;
 }

@@ -19,6 +19,8 @@ export interface ScriptCall {
   readonly sent: Send | undefined;
   /** Whether a call that Redis ran after its expiry may be sent again. */
   mayResend(): boolean;
+  /** Set to the Redis clock, in Unix ms, of the run whose reply the call resolves with. */
+  clock?: number;
 }
 
 /** The index of the expiry in the script's arguments (ARGV[4] in lua/evaluate.lua). */
@@ -70,8 +72,12 @@ export async function evaluateScript(
     source = false;
     // A reply read long after its caller gave up says little of the clock or of Redis's pace:
     // liveness only.
-    node.heard(reply.pop(), call.wanted ? call.sent : undefined);
-    if (!isExpired(reply)) return reply;
+    const clock = reply.pop();
+    node.heard(clock, call.wanted ? call.sent : undefined);
+    if (!isExpired(reply)) {
+      call.clock = clock;
+      return reply;
+    }
     if (!call.mayResend()) {
       throw new SentinelError(
         'STORE_BUSY',

@@ -22,8 +22,8 @@ export function isExpired(reply: readonly number[]): boolean {
   return reply[0] === EXPIRED;
 }
 
-/** Names the fields of a script's reply. */
-export function decodeReply(reply: readonly number[]): StoreReply {
+/** Names the fields of a script's reply; `at` is the Unix ms the script decided at. */
+export function decodeReply(reply: readonly number[], at?: number): StoreReply {
   const count = (reply.length - 1) / FIELDS_PER_POLICY;
   const policies: PolicyOutcome[] = new Array(count);
   for (let i = 0; i < count; i++) {
@@ -35,5 +35,5 @@ export function decodeReply(reply: readonly number[]): StoreReply {
       retryAfterMs: retryAfterOf(reply[at + 3] as number),
     };
   }
-  return { allowed: reply[0] === 1, policies };
+  return { allowed: reply[0] === 1, policies, at };
 }

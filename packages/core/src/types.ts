@@ -22,6 +22,12 @@ export interface PolicyOptions {
   window: Window;
   /** @default 'token-bucket' */
   algorithm?: Algorithm;
+  /**
+   * A penalty box: once this policy refuses a consume, the identity is refused by it for this
+   * long, whatever it has left, decided in the same store call. For logins: `'15m'`.
+   * @default none
+   */
+  blockFor?: Window;
 }
 
 /** A tier is one policy or several; a request must satisfy all of them. */
@@ -86,11 +92,17 @@ export interface StoreRequest {
   policies: readonly ResolvedPolicy[];
   /** Which Lua script serves these policies. */
   script: 'mixed' | Algorithm;
-  /** The policies as script arguments: algorithm, limit, window for each. */
+  /** The policies as script arguments: algorithm, limit, window and box for each. */
   args: readonly string[];
   cost: number;
   /** false to look without consuming. */
   apply: boolean;
+  /**
+   * Instead of deciding: take `cost` as a penalty whatever is left, or give `cost` back to a
+   * consume charged at Unix ms `at` (only into the window it was charged in). The reply then
+   * says what a peek would.
+   */
+  adjust?: Adjustment;
   /** Unix milliseconds from the limiter's clock; undefined means the store's own clock. */
   now: number | undefined;
 }
@@ -110,7 +122,14 @@ export interface PolicyOutcome {
 export interface StoreReply {
   readonly allowed: boolean;
   readonly policies: readonly PolicyOutcome[];
+  /** Unix ms by the clock the store decided on: what a refund needs to find the window charged. */
+  readonly at?: number;
 }
+
+/** A penalty, or a refund of a consume charged at Unix ms `at`. */
+export type Adjustment =
+  | { readonly kind: 'penalize' }
+  | { readonly kind: 'refund'; readonly at: number };
 
 export interface Store {
   evaluate(request: StoreRequest): StoreReply | Promise<StoreReply>;
@@ -131,4 +150,6 @@ export interface ResolvedPolicy {
   readonly limit: number;
   readonly windowMs: number;
   readonly algorithm: Algorithm;
+  /** The penalty box in ms; 0 for none. Such a policy has a second key, after all state keys. */
+  readonly blockForMs: number;
 }

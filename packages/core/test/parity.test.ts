@@ -24,6 +24,8 @@ interface Policy {
   limit: number;
   windowMs: number;
   algorithm: Algorithm;
+  /** A penalty box, in ms. */
+  blockForMs?: number;
 }
 
 interface Step {
@@ -38,6 +40,8 @@ interface Op {
   /** Raw cost, folded into 1..maxLimit+2 so it shrinks to 1 whatever the limits. */
   cost: number;
   peek: boolean;
+  /** In place of a decision: a penalty, or a refund of the last admitted consume. */
+  adjust?: 'penalize' | 'refund';
 }
 
 // 1 ms to 5 min, plus round windows and ones a limit rarely divides (7 per 60001 ms).
@@ -48,8 +52,13 @@ const windowMs = fc.oneof(
   fc.constantFrom(1_000, 60_000, 60_001, 86_400_000),
 );
 const limit = fc.integer({ min: 1, max: 50 });
+// One policy in three has a penalty box, from a millisecond to five minutes.
+const blockForMs = fc.option(fc.integer({ min: 1, max: 300_000 }), { nil: undefined, freq: 3 });
 const policyOf = (algorithm: fc.Arbitrary<Algorithm>): fc.Arbitrary<Policy> =>
-  fc.record({ limit, windowMs, algorithm });
+  fc.record(
+    { limit, windowMs, algorithm, blockForMs },
+    { requiredKeys: ['limit', 'windowMs', 'algorithm'] },
+  );
 
 // Many zero and tiny steps (several requests per millisecond), most within a window, some past it.
 const step: fc.Arbitrary<Step> = fc.oneof(
@@ -69,6 +78,10 @@ const op: fc.Arbitrary<Op> = fc.record({
   cost: fc.oneof({ weight: 3, arbitrary: fc.constant(1) }, fc.integer({ min: 1, max: 52 })),
   // One request in five only peeks; shrinking goes towards consuming.
   peek: fc.integer({ min: 0, max: 4 }).map((n) => n === 4),
+  // One in ten takes a penalty, one in ten refunds the last admitted consume.
+  adjust: fc
+    .integer({ min: 0, max: 9 })
+    .map((n) => (n === 8 ? ('penalize' as const) : n === 9 ? ('refund' as const) : undefined)),
 });
 const ops = fc.array(op, { minLength: 1, maxLength: 60, size: 'max' });
 // Quotas whose limit × window ms passes 2^53: up to 10^9 per up to 365 days, with costs to match.
@@ -173,11 +186,13 @@ async function agree(
 ) {
   const prefix = uniquePrefix('parity');
   // One policy keeps its default name (and so the documented key); several need distinct names.
-  const named: PolicyOptions[] = policies.map(({ limit, windowMs, algorithm }, i) =>
-    policies.length === 1
-      ? { limit, window: windowMs, algorithm }
-      : { name: `p${i}`, limit, window: windowMs, algorithm },
-  );
+  const named: PolicyOptions[] = policies.map(({ limit, windowMs, algorithm, blockForMs }, i) => ({
+    ...(policies.length > 1 && { name: `p${i}` }),
+    limit,
+    window: windowMs,
+    algorithm,
+    ...(blockForMs !== undefined && { blockFor: blockForMs }),
+  }));
   let now = BASE + offset;
   const errors: unknown[] = [];
   const options = {
@@ -193,15 +208,32 @@ async function agree(
   const inRedis = createLimiter({ ...options, store: remote });
   const maxLimit = Math.max(...policies.map((p) => p.limit));
   try {
+    // The last admitted consume of each, for refunds.
+    let charged: [Decision, Decision] | undefined;
     for (const [i, request] of requests.entries()) {
       now += stepMs(request.step, policies);
       const cost = ((request.cost - 1) % (maxLimit + 2)) + 1;
+      const at = `#${i} of cost ${cost} at +${now - BASE - offset} ms`;
+      if (request.adjust === 'penalize') {
+        const expected = await inMemory.penalize(IDENTITY, { cost });
+        expect(await inRedis.penalize(IDENTITY, { cost }), `penalize ${at}`).toEqual(expected);
+        continue;
+      }
+      if (request.adjust === 'refund') {
+        if (charged === undefined) continue;
+        const expected = await inMemory.refund(IDENTITY, { decision: charged[0], cost });
+        expect(await inRedis.refund(IDENTITY, { decision: charged[1], cost }), `refund ${at}`).toBe(
+          expected,
+        );
+        const after = await inMemory.peek(IDENTITY);
+        expect(await inRedis.peek(IDENTITY), `peek after refund ${at}`).toEqual(after);
+        continue;
+      }
       const call = request.peek ? 'peek' : 'consume';
       const expected: Decision = await inMemory[call](IDENTITY, { cost });
       const actual: Decision = await inRedis[call](IDENTITY, { cost });
-      expect(actual, `${call} #${i} of cost ${cost} at +${now - BASE - offset} ms`).toEqual(
-        expected,
-      );
+      expect(actual, `${call} ${at}`).toEqual(expected);
+      if (call === 'consume' && expected.allowed) charged = [expected, actual];
     }
     expect(errors).toEqual([]);
     // Redis wrote only the documented keys: prefix:{identity}:policy:algorithm, where a named
@@ -215,6 +247,9 @@ async function agree(
       const policy = p.name === undefined ? `${p.limit}-per-${window}` : `${p.name}:${shape}`;
       return `${prefix}:{${IDENTITY}}:${policy}:${p.algorithm}`;
     });
+    layout.push(
+      ...layout.filter((_, i) => named[i]?.blockFor !== undefined).map((k) => `${k}:box`),
+    );
     const written = await keysUnder(prefix);
     for (const key of written) expect(layout).toContain(key);
     if (written.length > 0) await redis.del(...written);

@@ -44,7 +44,7 @@ describe.each(CLIENTS)('replies over %s', (client) => {
         scripts[name].sha1,
         1,
         key,
-        ...['', '2', '1', '', policy, '7', '60001'],
+        ...['', '2', '1', '', policy, '7', '60001', '0'],
       )) as unknown[];
       expect(reply).toHaveLength(6);
       for (const value of reply) expect(Number.isInteger(value)).toBe(true);
@@ -78,6 +78,7 @@ describe.each(CLIENTS)('replies over %s', (client) => {
           policy,
           '7',
           '60001',
+          '0',
         );
       const now = await redisTimeMs(redis);
       const late = (await run(now - 1)) as number[];

@@ -29,6 +29,18 @@ export interface Slot<S extends KeyState> {
 /** One algorithm's evaluation of one policy, the twin of its Lua function. */
 export type Evaluate<S extends KeyState> = (input: PolicyInput, slot: Slot<S>) => PolicyOutcome;
 
+/**
+ * One algorithm's adjustment of one policy, the twin of its ADJUSTMENTS function: takes `amount`
+ * as a penalty, or with a negative amount and `at` (script time of the charge) gives it back.
+ * Reads `input`'s limit, window and now.
+ */
+export type Adjust<S extends KeyState> = (
+  input: PolicyInput,
+  slot: Slot<S>,
+  amount: number,
+  at: number | undefined,
+) => void;
+
 /** The outcome of an admitted request. */
 export function admitted(remaining: number, resetMs: number): PolicyOutcome {
   return { allowed: true, remaining, resetMs, retryAfterMs: 0 };

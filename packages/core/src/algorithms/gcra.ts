@@ -1,5 +1,5 @@
 // GCRA, the twin of lua/gcra.lua: one theoretical arrival time, kept as whole steps plus a fraction.
-import { admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
+import { type Adjust, admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
 import { msAfter, scale, type Units } from './fixed-point.ts';
 
 /** Stored as "<tat> <fraction>": the TAT is tat + fraction / rate time steps (ms for most policies). */
@@ -29,7 +29,7 @@ export const gcra: Evaluate<GcraState> = ({ limit, windowMs, cost, now, apply },
   if (!admits) {
     const retry =
       need <= capacity ? msAfter(Math.ceil((debt + need - capacity) / rate), t, stepMs, now) : -1;
-    return rejected(Math.floor((capacity - debt) / token), due, retry);
+    return rejected(Math.max(0, Math.floor((capacity - debt) / token)), due, retry);
   }
   if (apply) {
     const tat = t + Math.floor(debt / rate);
@@ -42,5 +42,26 @@ export const gcra: Evaluate<GcraState> = ({ limit, windowMs, cost, now, apply },
       state.expiresAt = now + due;
     }
   }
-  return admitted(Math.floor((capacity - debt) / token), due);
+  return admitted(Math.max(0, Math.floor((capacity - debt) / token)), due);
+};
+
+/** The twin of ADJUSTMENTS['gcra']: the TAT later for a penalty, earlier but not past now for a refund. */
+export const gcraAdjust: Adjust<GcraState> = ({ limit, windowMs, now }, slot, amount) => {
+  scale(limit, windowMs, units);
+  const { token, rate, stepMs } = units;
+  const t = Math.floor(now / stepMs);
+  const state = slot.state;
+  let debt =
+    state === undefined
+      ? 0
+      : Math.max(0, (state.tat - t) * rate + Math.min(state.fraction, rate - 1));
+  debt = Math.max(0, debt + amount * token);
+  slot.state =
+    debt === 0
+      ? undefined
+      : {
+          tat: t + Math.floor(debt / rate),
+          fraction: debt % rate,
+          expiresAt: now + msAfter(Math.ceil(debt / rate), t, stepMs, now),
+        };
 };

@@ -1,11 +1,11 @@
 // The TypeScript twins of lua/*.lua, by algorithm name, for the memory store.
 import type { Algorithm } from '../types.ts';
-import type { Evaluate, KeyState } from './evaluation.ts';
-import { fixedWindow } from './fixed-window.ts';
-import { gcra } from './gcra.ts';
-import { slidingWindowCounter } from './sliding-window-counter.ts';
-import { slidingWindowLog } from './sliding-window-log.ts';
-import { tokenBucket } from './token-bucket.ts';
+import type { Adjust, Evaluate, KeyState } from './evaluation.ts';
+import { fixedWindow, fixedWindowAdjust } from './fixed-window.ts';
+import { gcra, gcraAdjust } from './gcra.ts';
+import { slidingWindowCounter, slidingWindowCounterAdjust } from './sliding-window-counter.ts';
+import { slidingWindowLog, slidingWindowLogAdjust } from './sliding-window-log.ts';
+import { tokenBucket, tokenBucketAdjust } from './token-bucket.ts';
 
 /**
  * Typed by the generated list of algorithms: one missing here fails to compile. A key holds one
@@ -19,4 +19,13 @@ export const evaluators = {
   'sliding-window-log': slidingWindowLog,
 } as Record<Algorithm, Evaluate<KeyState>>;
 
-export type { Evaluate, KeyState, PolicyInput, Slot } from './evaluation.ts';
+/** The twins of the scripts' ADJUSTMENTS: penalties and refunds, by algorithm name. */
+export const adjusters = {
+  'token-bucket': tokenBucketAdjust,
+  gcra: gcraAdjust,
+  'fixed-window': fixedWindowAdjust,
+  'sliding-window-counter': slidingWindowCounterAdjust,
+  'sliding-window-log': slidingWindowLogAdjust,
+} as Record<Algorithm, Adjust<KeyState>>;
+
+export type { Adjust, Evaluate, KeyState, PolicyInput, Slot } from './evaluation.ts';

@@ -1,6 +1,6 @@
 // Sliding window counter, the twin of lua/sliding-window-counter.lua.
 import { EPOCH_MS } from '../scripts.generated.ts';
-import { admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
+import { type Adjust, admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
 import { mulDiv } from './fixed-point.ts';
 
 /** Stored as "<window_index> <current> <previous>". */
@@ -62,4 +62,44 @@ export const slidingWindowCounter: Evaluate<SlidingWindowCounterState> = (
   }
   const slide = mulDiv(limit - cost, window, current);
   return rejected(remaining, reset, endsIn + Math.max(0, window - slide));
+};
+
+/**
+ * The twin of ADJUSTMENTS['sliding-window-counter']: a refund only into the window charged,
+ * while it is the current or the previous one.
+ */
+export const slidingWindowCounterAdjust: Adjust<SlidingWindowCounterState> = (
+  { windowMs: window, now },
+  slot,
+  amount,
+  at,
+) => {
+  const absolute = now + EPOCH_MS;
+  const state = slot.state;
+  let index = Math.floor(absolute / window);
+  let current = 0;
+  let previous = 0;
+  if (state !== undefined) {
+    if (state.index >= index) {
+      index = state.index;
+      current = state.current;
+      previous = state.previous;
+    } else if (state.index === index - 1) {
+      previous = state.current;
+    }
+  }
+  if (at === undefined) {
+    current += amount;
+  } else {
+    const charged = Math.floor((at + EPOCH_MS) / window);
+    if (charged === index) current = Math.max(0, current + amount);
+    else if (charged === index - 1) previous = Math.max(0, previous + amount);
+    else return;
+  }
+  const endsIn = window - (absolute - index * window);
+  const reset = current > 0 ? endsIn + window : endsIn;
+  slot.state =
+    current === 0 && previous === 0
+      ? undefined
+      : { index, current, previous, expiresAt: now + reset };
 };

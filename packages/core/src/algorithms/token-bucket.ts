@@ -1,5 +1,5 @@
 // Token bucket, the twin of lua/token-bucket.lua: fixed-point level plus the step it was taken at.
-import { admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
+import { type Adjust, admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
 import { msAfter, scale, type Units } from './fixed-point.ts';
 
 /** Stored as "<level> <updated_at>". */
@@ -34,7 +34,8 @@ export const tokenBucket: Evaluate<TokenBucketState> = (
   const full = msAfter(Math.ceil((capacity - level) / rate), t, stepMs, now);
   if (!admits) {
     const retry = need <= capacity ? msAfter(Math.ceil((need - level) / rate), t, stepMs, now) : -1;
-    return rejected(Math.floor(level / token), full, retry);
+    // The level is below zero only after a penalty took more than was left.
+    return rejected(Math.max(0, Math.floor(level / token)), full, retry);
   }
   if (apply) {
     if (state === undefined) {
@@ -46,4 +47,26 @@ export const tokenBucket: Evaluate<TokenBucketState> = (
     }
   }
   return admitted(Math.floor(level / token), full);
+};
+
+/** The twin of ADJUSTMENTS['token-bucket']: into debt for a penalty, up to full for a refund. */
+export const tokenBucketAdjust: Adjust<TokenBucketState> = (
+  { limit, windowMs, now },
+  slot,
+  amount,
+) => {
+  scale(limit, windowMs, units);
+  const { token, rate, stepMs } = units;
+  const t = Math.floor(now / stepMs);
+  const capacity = limit * token;
+  const state = slot.state;
+  let level = capacity;
+  let updated = t;
+  if (state !== undefined) {
+    if (state.updatedAt > t) updated = state.updatedAt;
+    level = Math.min(capacity, state.level + (updated - state.updatedAt) * rate);
+  }
+  level = Math.min(capacity, level - amount * token);
+  const full = msAfter(Math.ceil((capacity - level) / rate), t, stepMs, now);
+  slot.state = full <= 0 ? undefined : { level, updatedAt: updated, expiresAt: now + full };
 };
