@@ -7,6 +7,7 @@ import { defineConfig } from 'vitest/config';
 // Redis itself, which no deadline can tell from a hung one.
 const ALONE = [
   'packages/core/test/race.test.ts',
+  'packages/core/test/login-race.test.ts',
   'packages/core/test/cluster.test.ts',
   'test/failure-*.test.ts',
   'test/bench-smoke.test.ts',
