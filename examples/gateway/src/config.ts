@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { fingerprint } from '@sentinel/core';
+import { createLimiter, fingerprint, MemoryStore, type TierOptions } from '@sentinel/core';
 import type { SentinelOptions } from '@sentinel/fastify';
 import { parse as parseYaml } from 'yaml';
 
@@ -10,6 +10,8 @@ import { parse as parseYaml } from 'yaml';
 export interface KeyOwner {
   tenant: string;
   tier: string;
+  /** The tenant's own limits, in place of its tier's: a contract, say. */
+  policies?: TierOptions;
 }
 
 /** A path prefix of the upstream with its own cost or budget. */
@@ -36,6 +38,20 @@ export interface GatewayConfig {
   redisUrl: string | string[] | undefined;
   /** Issued API keys and whom they belong to. Raw keys stay in this map only. */
   keys: ReadonlyMap<string, KeyOwner>;
+  /**
+   * The keys file, read again when it changes, so that a key's tier or limits change without a
+   * restart; undefined without one.
+   */
+  keysFile:
+    | {
+        path: string;
+        tierNames: readonly string[] | undefined;
+        /** The configuration file's own `keys`, which win over the keys file's. */
+        inline: ReadonlyMap<string, KeyOwner>;
+      }
+    | undefined;
+  /** How long a key's lookup is trusted before it is read again, in ms. */
+  keyCacheTtlMs: number;
   /** True when `keys` are the built-in demo keys, to print at start-up. */
   demoKeys: boolean;
   routes: RouteRule[];
@@ -77,6 +93,7 @@ const FIELDS = [
   'defaultTier',
   'keys',
   'keysFile',
+  'keyCacheTtlMs',
   'routes',
   'headers',
   'onStoreError',
@@ -129,11 +146,15 @@ export function loadConfig(
   const keys = new Map<string, KeyOwner>(
     demoKeys ? Object.entries(DEMO_KEYS).filter(([, { tier }]) => tierNames?.includes(tier)) : [],
   );
+  const inline = new Map<string, KeyOwner>();
+  if (raw.keys !== undefined) addKeys(inline, raw.keys, at('keys'), tierNames);
+  let keysFile: GatewayConfig['keysFile'];
   if (raw.keysFile !== undefined) {
     const path = resolve(dirname(file as string), checkString(raw.keysFile, at('keysFile')));
-    addKeys(keys, readJson(path, at('keysFile')), `${path}:`, tierNames);
+    keysFile = { path, tierNames, inline };
+    for (const [key, owner] of readKeysFile(keysFile)) keys.set(key, owner);
   }
-  if (raw.keys !== undefined) addKeys(keys, raw.keys, at('keys'), tierNames);
+  for (const [key, owner] of inline) keys.set(key, owner);
   const host = checkString(fromEnv('HOST') ?? raw.host ?? '127.0.0.1', origin('HOST', 'host'));
   const adminToken = checkAdmin(
     fromEnv('SENTINEL_ADMIN_TOKEN'),
@@ -163,6 +184,8 @@ export function loadConfig(
         : checkHttpUrl(upstream, origin('UPSTREAM_URL', 'upstream')),
     redisUrl: redisUrl(fromEnv('REDIS_URL'), fromEnv('REDIS_CLUSTER_NODES')),
     keys,
+    keysFile,
+    keyCacheTtlMs: checkPositiveInteger(raw.keyCacheTtlMs ?? 60_000, at('keyCacheTtlMs')),
     demoKeys,
     routes: checkRoutes(raw.routes ?? [], at('routes')),
     logLevel: checkOneOf(
@@ -289,10 +312,20 @@ function headerList(value: string | undefined): SentinelOptions['headers'] {
   return (list.length === 1 ? list[0] : list) as SentinelOptions['headers'];
 }
 
+/** The keys a keys file maps, checked; throws a ConfigError naming the file and entry. */
+export function readKeysFile({
+  path,
+  tierNames,
+}: NonNullable<GatewayConfig['keysFile']>): Map<string, KeyOwner> {
+  const keys = new Map<string, KeyOwner>();
+  addKeys(keys, readJson(path, path), `${path}:`, tierNames);
+  return keys;
+}
+
 /**
- * Adds `key: tier` or `key: { tenant, tier }` entries. A bare tier's tenant is the key's
- * fingerprint, so the raw key never becomes part of a Redis key. Errors name an entry by its
- * position, never by the key itself.
+ * Adds `key: tier` or `key: { tenant, tier, policies? }` entries. A bare tier's tenant is the
+ * key's fingerprint, so the raw key never becomes part of a Redis key. A key's own policies are
+ * checked as Sentinel checks them. Errors name an entry by its position, never by the key itself.
  */
 function addKeys(
   keys: Map<string, KeyOwner>,
@@ -309,8 +342,25 @@ function addKeys(
     const tier = tierNames
       ? checkOneOf(tenant.tier, tierNames, `${entry} tier`)
       : checkString(tenant.tier, `${entry} tier`);
-    keys.set(key, { tenant: tenant.tenant, tier });
+    const owner: KeyOwner = { tenant: tenant.tenant, tier };
+    if (isRecord(value) && value.policies !== undefined) {
+      owner.policies = checkPolicies(value.policies, `${entry} policies`);
+    }
+    keys.set(key, owner);
   });
+}
+
+/** A key's own policies, checked by building a limiter on them, which names the bad field. */
+function checkPolicies(policies: unknown, field: string): TierOptions {
+  const store = new MemoryStore();
+  try {
+    void createLimiter({ store, policies: policies as TierOptions }).close();
+  } catch (error) {
+    fail(field, message(error).replace(/^@sentinel\/core: /, ''));
+  } finally {
+    store.close();
+  }
+  return policies as TierOptions;
 }
 
 /**

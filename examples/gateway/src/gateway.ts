@@ -9,6 +9,7 @@ import { loggedUrl, UNLIMITED } from './admin-access.ts';
 import { registerAdminRoutes } from './admin-routes.ts';
 import { type GatewayConfig, isLoopback, type RouteRule } from './config.ts';
 import { DecisionStats } from './decision-stats.ts';
+import { KeyDirectory } from './key-directory.ts';
 import { QuotaInspector } from './quota-inspector.ts';
 import { registerStatusPage } from './status-page.ts';
 
@@ -49,10 +50,15 @@ export async function buildGateway(config: GatewayConfig & { upstream: string })
     const breakers = new Set<string>();
     const stats = config.statusPage ? new DecisionStats() : undefined;
     // One identifier for the request path and the admin routes, so both find the same identity.
+    const directory = new KeyDirectory(config, (error) =>
+      app.log.error({ err: error }, 'keys file not reloaded: the keys read last stay in force'),
+    );
     const identifyApiKey = byApiKey({
       header: API_KEY_HEADER,
-      lookup: async (key) => config.keys.get(key) ?? null,
+      // A key's tier or own policies change with the keys file, once its cached answer expires.
+      lookup: async (key) => directory.get(key),
       unknownKey: 'reject',
+      cacheTtlMs: config.keyCacheTtlMs,
     });
 
     await app.register(sentinel, {
