@@ -23,7 +23,7 @@ export type HandledRefusal = Extract<Verdict, { action: 'respond' }> & { decisio
 
 /**
  * Whether a custom `handler` answers this verdict instead of Sentinel: a refusal by the limits
- * (for now, or for a cost no wait admits). A rejected API key and failing closed keep their
+ * (for now, past the `ban` count, or for a cost no wait admits). A rejected API key and failing closed keep their
  * problem bodies, since neither is about the caller's budget.
  */
 export function handlerAnswers(verdict: Verdict): verdict is HandledRefusal {

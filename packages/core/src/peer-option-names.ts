@@ -23,7 +23,8 @@ const HANDLER = '`handler`, which replaces the 429 answer';
  * koa-ratelimit 6 and rate-limiter-flexible 7, and a few their older versions used (`whitelist`,
  * `inmemoryBlockOnConsumed`), since migration guides still show them. A name Sentinel uses
  * itself (`store`, `redis`, `skip`, `headers`, `allowList`, `onLimited`, `handler`, `hook`,
- * `global`, `prefix`) is not here: it is a known option wherever Sentinel takes it.
+ * `global`, `prefix`, `skipSuccessfulRequests`, `skipFailedRequests`, `requestWasSuccessful`,
+ * `ban`) is not here: it is a known option wherever Sentinel takes it.
  */
 export const PEER_OPTION_NAMES: Readonly<Record<string, PeerOption>> = {
   windowMs: { peers: [EXPRESS], use: WINDOW },
@@ -68,14 +69,10 @@ export const PEER_OPTION_NAMES: Readonly<Record<string, PeerOption>> = {
   inmemoryBlockDuration: { peers: [FLEXIBLE] },
   execEvenly: { peers: [FLEXIBLE] },
   execEvenlyMinDelayMs: { peers: [FLEXIBLE] },
-  ban: { peers: [FASTIFY] },
   onBanReach: { peers: [FASTIFY] },
   onExceeding: { peers: [FASTIFY] },
   continueExceeding: { peers: [FASTIFY] },
   exponentialBackoff: { peers: [FASTIFY] },
-  skipFailedRequests: { peers: [EXPRESS] },
-  skipSuccessfulRequests: { peers: [EXPRESS] },
-  requestWasSuccessful: { peers: [EXPRESS] },
   requestPropertyName: { peers: [EXPRESS] },
 };
 

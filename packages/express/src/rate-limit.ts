@@ -28,8 +28,9 @@ declare global {
 
 /**
  * Answers a request refused by its limits instead of Sentinel's problem body. When it runs, the
- * rate-limit headers are set and `res.statusCode` is 429 (with `Retry-After`), or 403 for a cost
- * larger than a limit; answer the request or call `next`.
+ * rate-limit headers are set and `res.statusCode` is 429 (with `Retry-After`), 403 past the `ban`
+ * count (with `Retry-After`), or 403 for a cost larger than a limit; answer the request or call
+ * `next`.
  */
 export type RateLimitHandler = (
   req: Request,
@@ -38,7 +39,7 @@ export type RateLimitHandler = (
   decision: Decision,
 ) => void | Promise<void>;
 
-export interface RateLimitOptions extends HttpLimiterOptions<Request> {
+export interface RateLimitOptions extends HttpLimiterOptions<Request, Response> {
   /**
    * Answers requests refused by their limits instead of the `application/problem+json` body. A
    * 401 for a rejected API key and a 503 when failing closed keep their problem bodies.
@@ -80,7 +81,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const resolved = adapterOptions(options);
   const { handler, ...limiterOptions } = resolved;
   if (handler !== undefined) checkFunction(handler, 'handler');
-  const http = createHttpLimiter<Request>(limiterOptions);
+  const http = createHttpLimiter<Request, Response>(limiterOptions);
 
   async function sentinelRateLimit(req: Request, res: Response, next: NextFunction) {
     let verdict: Awaited<ReturnType<typeof http.check>>;
@@ -95,7 +96,10 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     req.rateLimit = verdict.decision;
     writeHeaders(res, verdict.headers);
     // Called outside any try: an error downstream is Express's to route, never ours to catch.
-    if (verdict.action === 'next') return next();
+    if (verdict.action === 'next') {
+      http.countByOutcome(verdict, req, res, res);
+      return next();
+    }
     res.status(verdict.status);
     if (handler && handlerAnswers(verdict)) {
       try {

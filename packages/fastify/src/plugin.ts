@@ -19,7 +19,7 @@ import {
 } from './types.ts';
 
 type Options = RouteRateLimitOptions;
-type RouteLimiter = HttpLimiter<FastifyRequest>;
+type RouteLimiter = HttpLimiter<FastifyRequest, FastifyReply>;
 
 const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fastify, options) {
   const { hook = 'onRequest', global = true, handler, ...given } = adapterOptions(options);
@@ -52,7 +52,10 @@ const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fast
     const verdict = await limiter.check(request);
     request.rateLimit = verdict.decision;
     reply.headers(verdict.headers);
-    if (verdict.action === 'next') return undefined;
+    if (verdict.action === 'next') {
+      limiter.countByOutcome(verdict, request, reply, reply.raw);
+      return undefined;
+    }
     reply.code(verdict.status);
     if (handler && handlerAnswers(verdict)) {
       await handler(request, reply, verdict.decision);

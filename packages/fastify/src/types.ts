@@ -8,7 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  * `store`/`redis` replaces the plugin's rather than combining with them.
  * @example { group: 'search', cost: 5 }
  */
-export type RouteRateLimitOptions = HttpLimiterOptions<FastifyRequest>;
+export type RouteRateLimitOptions = HttpLimiterOptions<FastifyRequest, FastifyReply>;
 
 /** The request hooks the plugin can limit in; later ones see more of the request. */
 export const SENTINEL_HOOKS = ['onRequest', 'preParsing', 'preValidation', 'preHandler'] as const;
@@ -21,7 +21,7 @@ export type RefusalHandler = (
   decision: Decision,
 ) => void | Promise<void>;
 
-export interface SentinelOptions extends HttpLimiterOptions<FastifyRequest> {
+export interface SentinelOptions extends HttpLimiterOptions<FastifyRequest, FastifyReply> {
   /**
    * The hook that limits requests: `'onRequest'` refuses before the body is read.
    * @default 'onRequest'
@@ -35,7 +35,7 @@ export interface SentinelOptions extends HttpLimiterOptions<FastifyRequest> {
   global?: boolean;
   /**
    * Answers a request refused by its limits instead of the problem+json body, and must send the
-   * reply. The status (429, or 403 for a cost larger than a limit) and the RateLimit headers (and
+   * reply. The status (429; 403 past the `ban` count, or for a cost larger than a limit) and the RateLimit headers (and
    * `Retry-After` with a 429) are already set. A 401 for a rejected API key and a 503 when failing
    * closed keep their problem bodies.
    * @example (request, reply, decision) => reply.send({ error: 'slow down', policy: decision.policy })

@@ -25,10 +25,17 @@ declare module 'koa' {
   }
 }
 
-export interface RateLimitOptions extends HttpLimiterOptions<Context> {
+export interface RateLimitOptions extends HttpLimiterOptions<Context, undefined> {
   /**
-   * Answers a request refused by its limits instead of the problem+json body: a 429, or a 403 for
-   * a cost larger than a limit. The status and RateLimit headers (and `Retry-After` with a 429)
+   * Whether a finished response was a success, for `skipSuccessfulRequests` and
+   * `skipFailedRequests`: Koa's `ctx` holds the response too, so it comes alone.
+   * @default a status below 400
+   * @example (ctx) => ctx.status < 400 || ctx.status === 404
+   */
+  requestWasSuccessful?: (ctx: Context, none: undefined) => boolean | Promise<boolean>;
+  /**
+   * Answers a request refused by its limits instead of the problem+json body: a 429, a 403 past
+   * the `ban` count, or a 403 for a cost larger than a limit. The status and RateLimit headers (and `Retry-After` with a 429)
    * are set already; set `ctx.status` and `ctx.body` as you like. A 401 for a rejected API key
    * and a 503 when failing closed keep their problem bodies.
    * @example (ctx, decision) => { ctx.status = 429; ctx.body = { retryIn: decision.retryAfterMs } }
@@ -64,14 +71,17 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const resolved = adapterOptions(options);
   const { handler, ...httpOptions } = resolved;
   if (handler !== undefined) checkFunction(handler, 'handler');
-  const http = createHttpLimiter<Context>(httpOptions);
+  const http = createHttpLimiter<Context, undefined>(httpOptions);
 
   async function sentinelRateLimit(ctx: Context, next: Next): Promise<void> {
     const verdict = await http.check(ctx);
     ctx.state.rateLimit = verdict.decision;
     ctx.set(verdict.headers);
     // Not wrapped: whatever downstream throws is Koa's to handle, exactly as thrown.
-    if (verdict.action === 'next') return next();
+    if (verdict.action === 'next') {
+      http.countByOutcome(verdict, ctx, undefined, ctx.res);
+      return next();
+    }
     ctx.status = verdict.status;
     if (handler !== undefined && handlerAnswers(verdict)) return handler(ctx, verdict.decision);
     ctx.type = 'application/problem+json';

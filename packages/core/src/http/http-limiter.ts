@@ -3,15 +3,26 @@ import { createLimiter, type Limiter } from '../limiter.ts';
 import { createReporter } from '../reporter.ts';
 import type { Decision } from '../types.ts';
 import { describe } from '../validation.ts';
+import { BanCounter, closeShared, sharedConnection } from './ban.ts';
+import { knowsState } from './headers.ts';
 import { type HttpLimiterOptions, type HttpSettings, resolveHttpOptions } from './http-options.ts';
 import { byIp, type IdentifyResult, type Identity, type RequestLike } from './identity.ts';
+import { type NodeResponse, RefundByOutcome } from './refund-by-outcome.ts';
 import { failedClosed, LEFT_ALONE, rejectedKey, type Verdict, verdictOn } from './verdict.ts';
 
 export type { HttpLimiterOptions } from './http-options.ts';
+export type { NodeResponse } from './refund-by-outcome.ts';
 export type { RefusalReason, Verdict } from './verdict.ts';
 
-export interface HttpLimiter<Req> {
+export interface HttpLimiter<Req, Res = unknown> {
   check(req: Req): Promise<Verdict>;
+  /**
+   * Hands a passed request's response to `skipSuccessfulRequests` and `skipFailedRequests`:
+   * once `raw`, the Node response under `res`, has finished or its client has left, what the
+   * request took is given back if its outcome should not count. Call it for every verdict
+   * `check` passes; it does nothing, at no cost, when neither option is on.
+   */
+  countByOutcome(verdict: Verdict, req: Req, res: Res, raw: NodeResponse): void;
   readonly limiter: Limiter;
   close(): Promise<void>;
 }
@@ -31,12 +42,12 @@ const identifyByIp = byIp() as (req: RequestLike) => Identity | null;
  * `limit`/`window`/`algorithm`) replaces the app's, and one naming `store` or `redis` replaces
  * the app's store.
  */
-export function mergeHttpLimiterOptions<Req>(
-  base: HttpLimiterOptions<Req>,
-  route: Partial<HttpLimiterOptions<Req>>,
-): HttpLimiterOptions<Req> {
-  const merged: HttpLimiterOptions<Req> = { ...base };
-  const names = (...keys: (keyof HttpLimiterOptions<Req>)[]) =>
+export function mergeHttpLimiterOptions<Req, Res>(
+  base: HttpLimiterOptions<Req, Res>,
+  route: Partial<HttpLimiterOptions<Req, Res>>,
+): HttpLimiterOptions<Req, Res> {
+  const merged: HttpLimiterOptions<Req, Res> = { ...base };
+  const names = (...keys: (keyof HttpLimiterOptions<Req, Res>)[]) =>
     keys.some((key) => route[key] !== undefined);
   if (names('policies', 'tiers')) {
     for (const key of ['limit', 'window', 'algorithm'] as const) delete merged[key];
@@ -93,7 +104,7 @@ function checkIdentity(found: IdentifyResult): Identity | 'unauthorized' | null 
  */
 async function chargeOf<Req extends RequestLike>(
   req: Req,
-  { allowed, skip, identify, cost }: HttpSettings<Req>,
+  { allowed, skip, identify, cost }: HttpSettings<Req, never>,
 ): Promise<Charge | undefined> {
   if (allowed?.(req.ip)) return undefined;
   if (skip) {
@@ -107,21 +118,43 @@ async function chargeOf<Req extends RequestLike>(
   return { identity, cost: typeof cost === 'function' ? await cost(req) : cost };
 }
 
+/** Refused by its limits for now: not for a cost no wait admits, nor by a failing store. */
+function refusedForNow(decision: Decision): boolean {
+  return !decision.allowed && knowsState(decision) && Number.isFinite(decision.retryAfterMs);
+}
+
+/**
+ * The identity limiter and the ban counter, over one connection: a Redis client built here from
+ * `redisUrl` (see sharedConnection) is closed again if the options prove bad.
+ */
+function buildLimiters<Req, Res>(settings: HttpSettings<Req, Res>) {
+  const shared = sharedConnection(settings.limiterOptions, settings.ban);
+  try {
+    const limiter = createLimiter({ ...shared.options, onError: reportedFromTheDecision });
+    const bans =
+      settings.ban === undefined
+        ? undefined
+        : new BanCounter(settings.ban, shared.options, reportedFromTheDecision);
+    return { limiter, bans, client: shared.client };
+  } catch (error) {
+    void closeShared(shared.client);
+    throw error;
+  }
+}
+
 /** Resolves adapter options once; `check` then runs per request. */
-export function createHttpLimiter<Req extends RequestLike>(
-  options: HttpLimiterOptions<Req>,
-): HttpLimiter<Req> {
+export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
+  options: HttpLimiterOptions<Req, Res>,
+): HttpLimiter<Req, Res> {
   const settings = resolveHttpOptions(options);
   const { shadow, failClosed, onLimited, now } = settings;
-  const limiter = createLimiter({
-    ...settings.limiterOptions,
-    onError: reportedFromTheDecision,
-  });
+  const { limiter, bans, client } = buildLimiters(settings);
   const report = createReporter<[Req]>(
     settings.onError,
     '@sentinel/core',
     settings.limiterOptions.logger,
   );
+  const refunds = new RefundByOutcome<Req, Res>(limiter, settings, report);
 
   /** A request whose skip, identify or cost failed: reported, then the failure mode decides. */
   function failed(error: unknown, req: Req): Verdict {
@@ -143,9 +176,10 @@ export function createHttpLimiter<Req extends RequestLike>(
       // Shadow mode may not refuse it: count the request as if it carried no key.
       identity = identifyByIp(req);
     }
+    const key = identity?.key ?? 'anonymous';
     let decision: Decision;
     try {
-      decision = await limiter.consume(identity?.key ?? 'anonymous', {
+      decision = await limiter.consume(key, {
         cost: charge.cost,
         tier: identity?.tier,
         policies: identity?.policies,
@@ -155,6 +189,7 @@ export function createHttpLimiter<Req extends RequestLike>(
       return failed(error, req);
     }
     if (decision.error) report(decision.error, req);
+    refunds.charged(key, decision);
     if (!decision.allowed && decision.degraded !== 'deny' && onLimited) {
       try {
         onLimited(req, decision);
@@ -162,8 +197,23 @@ export function createHttpLimiter<Req extends RequestLike>(
         report(error, req);
       }
     }
-    return verdictOn(decision, charge.cost, settings, now());
+    // Shadow mode refuses nothing, so nothing there counts towards a ban.
+    const ban =
+      bans && !shadow && refusedForNow(decision)
+        ? await bans.count(key, decision, (error) => report(error, req))
+        : undefined;
+    return verdictOn(decision, charge.cost, settings, now(), ban);
   }
 
-  return { check, limiter, close: () => limiter.close() };
+  return {
+    check,
+    countByOutcome(verdict, req, res, raw) {
+      if (refunds.active) refunds.watch(verdict.decision, req, res, raw);
+    },
+    limiter,
+    async close() {
+      await Promise.all([limiter.close(), bans?.close()]);
+      await closeShared(client);
+    },
+  };
 }

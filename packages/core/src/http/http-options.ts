@@ -14,7 +14,12 @@ import { ipMatcher } from './client-ip.ts';
 import { type HeaderFormat, resolveHeaderFormats } from './headers.ts';
 import { byApiKey, byIp, chain, type Identifier, type RequestLike } from './identity.ts';
 
-export interface HttpLimiterOptions<Req = RequestLike> extends Omit<LimiterOptions, 'onError'> {
+/**
+ * The options of an HTTP limiter. `Res` is what `requestWasSuccessful` gets beside the request:
+ * Express's `res`, Fastify's `reply`; Koa passes its `ctx` alone.
+ */
+export interface HttpLimiterOptions<Req = RequestLike, Res = unknown>
+  extends Omit<LimiterOptions, 'onError'> {
   /**
    * Who the request is. Identities without a tier get `defaultTier`.
    * @default chain(byApiKey(), byIp())
@@ -39,14 +44,41 @@ export interface HttpLimiterOptions<Req = RequestLike> extends Omit<LimiterOptio
   /** Called for every request over its limit, in shadow mode too. What it throws goes to `onError`. */
   onLimited?: (req: Req, decision: Decision) => void;
   /**
-   * Called for every failure: the store, an unknown tier, an `identify`, `cost` or `skip` that
-   * threw or returned something invalid, or an `onLimited` that threw, with the request it
-   * concerns.
+   * Called for every failure: the store, an unknown tier, an `identify`, `cost`, `skip` or
+   * `requestWasSuccessful` that threw or returned something invalid, an `onLimited` that threw,
+   * or a refund that failed, with the request it concerns.
    * @default the first failure as a process warning, or through `logger` if given; later ones silent
    */
   onError?: (error: Error, req: Req) => void;
   /** `'shadow'` evaluates, sets headers and calls back, but never blocks. @default 'enforce' */
   mode?: 'enforce' | 'shadow';
+  /**
+   * Gives back what an admitted request took once its response shows it succeeded
+   * (`requestWasSuccessful`), so that only failures count: for logins. It is counted when it
+   * arrives, so a burst cannot pass the limit, and given back after the response is sent.
+   * @default false
+   */
+  skipSuccessfulRequests?: boolean;
+  /**
+   * Gives back what an admitted request took once its response shows it failed, or once its
+   * client left before the response was complete, which counts as a failure.
+   * @default false
+   */
+  skipFailedRequests?: boolean;
+  /**
+   * Whether a finished response was a success, for the two options above.
+   * @default a status below 400
+   * @example (req, res) => res.statusCode < 400 || res.statusCode === 404
+   */
+  requestWasSuccessful?: (req: Req, res: Res) => boolean | Promise<boolean>;
+  /**
+   * Refusals of one identity, within its longest window, answered 429 before the next ones are
+   * answered 403 with a problem body, as @fastify/rate-limit's `ban` does; 0 answers 403 at
+   * once. The refusals are counted in the store, so every gateway sharing it agrees.
+   * @default none: every refusal is a 429
+   * @example 3
+   */
+  ban?: number;
 }
 
 /** The options of this layer alone; TypeScript keeps the list complete and exact. */
@@ -59,6 +91,10 @@ const HTTP_ONLY = {
   allowList: true,
   onLimited: true,
   mode: true,
+  skipSuccessfulRequests: true,
+  skipFailedRequests: true,
+  requestWasSuccessful: true,
+  ban: true,
 } satisfies Record<Exclude<keyof HttpLimiterOptions, keyof LimiterOptions>, true>;
 
 /** The option names createHttpLimiter takes besides createLimiter's. */
@@ -67,8 +103,16 @@ export const HTTP_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(HT
 /** Every option createHttpLimiter takes: a typo of any of them is named, with the likely name. */
 const KNOWN = new Set([...LIMITER_OPTION_NAMES, ...HTTP_OPTION_NAMES]);
 
+/** Which responses give back what their request took, and how to tell a success. */
+export interface OutcomeSettings<Req, Res> {
+  skipSuccessfulRequests: boolean;
+  skipFailedRequests: boolean;
+  /** Undefined for the default: a status below 400. */
+  requestWasSuccessful: ((req: Req, res: Res) => boolean | Promise<boolean>) | undefined;
+}
+
 /** The options as a request needs them, checked. */
-export interface HttpSettings<Req> {
+export interface HttpSettings<Req, Res = unknown> extends OutcomeSettings<Req, Res> {
   identify: Identifier<Req>;
   formats: readonly HeaderFormat[];
   cost: number | ((req: Req) => number | Promise<number>);
@@ -82,6 +126,8 @@ export interface HttpSettings<Req> {
   failClosed: boolean;
   /** The limiter's clock, for header times. */
   now: () => number;
+  /** Refusals answered 429 before the 403s; undefined without `ban`. */
+  ban: number | undefined;
   /** The options for createLimiter, with the group in the prefix and without onError. */
   limiterOptions: Omit<LimiterOptions, 'onError'>;
 }
@@ -89,10 +135,21 @@ export interface HttpSettings<Req> {
 const GROUP = /^[A-Za-z0-9_.-]{1,64}$/;
 const MODES = ['enforce', 'shadow'] as const;
 
+function checkBoolean(value: unknown, option: string): asserts value is boolean {
+  if (typeof value !== 'boolean') fail(option, `must be true or false, got ${describe(value)}`);
+}
+
+/** A count of refusals: 0 or a positive integer. */
+function checkBan(value: unknown): asserts value is number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    fail('ban', `must be a number of refusals, 0 or more, got ${describe(value)}`);
+  }
+}
+
 /** Checks this layer's options once, at construction; createLimiter checks the rest. */
-export function resolveHttpOptions<Req extends RequestLike>(
-  options: HttpLimiterOptions<Req>,
-): HttpSettings<Req> {
+export function resolveHttpOptions<Req extends RequestLike, Res>(
+  options: HttpLimiterOptions<Req, Res>,
+): HttpSettings<Req, Res> {
   checkObject(options, 'options');
   rejectUnknownOptions(options, KNOWN, '@sentinel/core');
   const {
@@ -105,6 +162,10 @@ export function resolveHttpOptions<Req extends RequestLike>(
     onLimited,
     onError,
     mode = 'enforce',
+    skipSuccessfulRequests = false,
+    skipFailedRequests = false,
+    requestWasSuccessful,
+    ban,
     prefix = 'sentinel',
     ...limiterOptions
   } = options;
@@ -118,6 +179,11 @@ export function resolveHttpOptions<Req extends RequestLike>(
   if (onLimited !== undefined) checkFunction(onLimited, 'onLimited');
   if (onError !== undefined) checkFunction(onError, 'onError');
   checkOneOf(mode, MODES, 'mode');
+  checkBoolean(skipSuccessfulRequests, 'skipSuccessfulRequests');
+  checkBoolean(skipFailedRequests, 'skipFailedRequests');
+  if (requestWasSuccessful !== undefined)
+    checkFunction(requestWasSuccessful, 'requestWasSuccessful');
+  if (ban !== undefined) checkBan(ban);
   const allowed =
     allowList !== undefined && (!Array.isArray(allowList) || allowList.length > 0)
       ? ipMatcher(allowList, 'allowList')
@@ -134,6 +200,10 @@ export function resolveHttpOptions<Req extends RequestLike>(
     shadow: mode === 'shadow',
     failClosed: limiterOptions.onStoreError === 'deny',
     now: () => (typeof clock === 'function' ? clock() : Date.now()),
+    skipSuccessfulRequests,
+    skipFailedRequests,
+    requestWasSuccessful,
+    ban,
     limiterOptions: {
       ...limiterOptions,
       prefix: group === undefined ? prefix : `${prefix}:${group}`,

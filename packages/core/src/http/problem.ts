@@ -31,6 +31,12 @@ export const COST_EXCEEDS_LIMIT = 'urn:sentinel:problem:cost-exceeds-limit';
  */
 export const COST_EXCEEDS_LIMIT_STATUS = 403;
 
+/**
+ * The problem type of an identity refused more often than `ban` allows: it is answered 403 until
+ * its limits admit it again. A name rather than a page to fetch, as for a cost over a limit.
+ */
+export const BANNED = 'urn:sentinel:problem:banned';
+
 export function quotaExceeded(decision: Decision, retryAfter: number): ProblemDetails {
   const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.policy);
   return {
@@ -38,6 +44,30 @@ export function quotaExceeded(decision: Decision, retryAfter: number): ProblemDe
     title: 'Too Many Requests',
     status: 429,
     detail: `Quota exceeded for ${violated.join(', ')}; retry in ${retryAfter} s.`,
+    'violated-policies': violated,
+  };
+}
+
+/**
+ * A refusal past the `ban` count: `refusals` 429s were answered within `windowMs` already (none
+ * for `ban: 0`).
+ */
+export function banned(
+  decision: Decision,
+  refusals: number,
+  windowMs: number,
+  retryAfter: number,
+): ProblemDetails {
+  const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.policy);
+  const after =
+    refusals === 0 ? '' : ` after ${refusals} refusals within ${formatWindow(windowMs)}`;
+  return {
+    type: BANNED,
+    title: 'Forbidden',
+    status: 403,
+    detail:
+      `Quota exceeded for ${violated.join(', ')}${after}: banned until the quota admits a ` +
+      `request again, in ${retryAfter} s.`,
     'violated-policies': violated,
   };
 }

@@ -2,6 +2,7 @@
 import type { Decision } from '../types.ts';
 import { type HeaderFormat, rateLimitHeaders, retryAfterSeconds } from './headers.ts';
 import {
+  banned,
   COST_EXCEEDS_LIMIT_STATUS,
   costExceedsLimit,
   type ProblemDetails,
@@ -11,7 +12,12 @@ import {
 } from './problem.ts';
 
 /** Why a request is answered instead of passed on; each reason has one status. */
-export type RefusalReason = 'limited' | 'cost-exceeds-limit' | 'unauthorized' | 'unavailable';
+export type RefusalReason =
+  | 'limited'
+  | 'banned'
+  | 'cost-exceeds-limit'
+  | 'unauthorized'
+  | 'unavailable';
 
 /** What the adapter should do with a request. */
 export type Verdict =
@@ -19,9 +25,10 @@ export type Verdict =
   | {
       action: 'respond';
       /**
-       * Over the limit for now (429, with `Retry-After`); a cost larger than a policy's whole
-       * limit, which no wait admits (403, without `Retry-After`); an API key the lookup rejected
-       * (401); or failing closed (503). A custom `handler` may answer the first two.
+       * Over the limit for now (429, with `Retry-After`); over it past the `ban` count (403, with
+       * `Retry-After`); a cost larger than a policy's whole limit, which no wait admits (403,
+       * without `Retry-After`); an API key the lookup rejected (401); or failing closed (503). A
+       * custom `handler` may answer the first three.
        */
       reason: RefusalReason;
       status: 401 | 403 | 429 | 503;
@@ -69,15 +76,23 @@ export interface VerdictSettings {
   shadow: boolean;
 }
 
+/** A refusal past the `ban` count: how many 429s came before, within which window. */
+export interface Ban {
+  refusals: number;
+  windowMs: number;
+}
+
 /**
- * The verdict on a decision for a request of `cost` units, `now` being the limiter's clock. A
- * refusal keeps its headers in shadow mode, so that they show what enforcing would answer.
+ * The verdict on a decision for a request of `cost` units, `now` being the limiter's clock, and
+ * `ban` set for a refusal past the ban count. A refusal keeps its headers in shadow mode, so that
+ * they show what enforcing would answer.
  */
 export function verdictOn(
   decision: Decision,
   cost: number,
   { formats, shadow }: VerdictSettings,
   now: number,
+  ban?: Ban,
 ): Verdict {
   const headers = formats.length === 0 ? {} : rateLimitHeaders(decision, formats, now);
   const retryAfter = retryAfterSeconds(decision);
@@ -95,6 +110,9 @@ export function verdictOn(
       COST_EXCEEDS_LIMIT_STATUS,
       costExceedsLimit(decision, cost),
     );
+  }
+  if (ban !== undefined) {
+    return refuse('banned', 403, banned(decision, ban.refusals, ban.windowMs, retryAfter));
   }
   return refuse('limited', 429, quotaExceeded(decision, retryAfter));
 }

@@ -1,0 +1,112 @@
+// `ban`: an identity's refusals counted in the store, so that every gateway agrees when its 429s end and its 403s begin.
+import { createLimiter, type Limiter, type LimiterOptions } from '../limiter.ts';
+import { createRedisClient } from '../redis-client.ts';
+import { toRedisConnection } from '../redis-connection.ts';
+import type { RedisClient } from '../redis-store.ts';
+import type { Decision, PolicyOptions } from '../types.ts';
+import type { Ban } from './verdict.ts';
+
+type StoreOptions = Omit<LimiterOptions, 'onError'>;
+
+/**
+ * The limiters' options with one Redis client for both. From `redisUrl`, the limiter and the ban
+ * counter would each build a client of their own; this layer builds the one they share instead,
+ * and closes it after them. Options that combine `redisUrl` with `redis` or `store` pass as they
+ * are, for the limiter to refuse by name.
+ */
+export function sharedConnection(
+  options: StoreOptions,
+  ban: number | undefined,
+): { options: StoreOptions; client: RedisClient | undefined } {
+  const { redisUrl, redis, store } = options;
+  if (!ban || redisUrl === undefined || redis !== undefined || store !== undefined) {
+    return { options, client: undefined };
+  }
+  const client = createRedisClient(redisUrl);
+  const { redisUrl: _, ...rest } = options;
+  return { options: { ...rest, redis: client }, client };
+}
+
+/** Closes a client `sharedConnection` built: politely while Redis answers, at once when not. */
+export function closeShared(client: RedisClient | undefined): Promise<void> {
+  return client === undefined ? Promise.resolve() : toRedisConnection(client).close();
+}
+
+/** The window of the limiter's fallback policy, which no call uses: each brings its own. */
+const UNUSED_WINDOW = '1d';
+
+/**
+ * Counts refusals per identity with a limiter of its own, over the same store and prefix with
+ * `:ban` after it. Its one fixed-window policy admits `refusals` per window as long as the
+ * longest of the refused identity's policies, so its refusal is the ban: decided atomically in
+ * the store like any consume, exact under concurrency and shared by every gateway. It is consumed
+ * only by refusals, and fails open: a store failure answers a 429, never a 403.
+ */
+export class BanCounter {
+  readonly #refusals: number;
+  readonly #limiter: Limiter | undefined;
+  /** The ban policy of each window length, one object each: the plan cache knows it at once. */
+  readonly #policies = new Map<number, PolicyOptions>();
+
+  /** `options` are the identity limiter's, with the prefix its group gave it. */
+  constructor(refusals: number, options: StoreOptions, onError: () => void) {
+    this.#refusals = refusals;
+    if (refusals === 0) return;
+    const { store, redis, prefix = 'sentinel', timeout, connectTimeout, breaker, clock } = options;
+    this.#limiter = createLimiter({
+      ...(store !== undefined && { store }),
+      ...(redis !== undefined && { redis }),
+      ...(timeout !== undefined && { timeout }),
+      ...(connectTimeout !== undefined && { connectTimeout }),
+      ...(breaker !== undefined && { breaker }),
+      ...(clock !== undefined && { clock }),
+      prefix: `${prefix}:ban`,
+      policies: this.#policy(UNUSED_WINDOW),
+      onStoreError: 'allow',
+      onError,
+    });
+  }
+
+  #policy(window: number | typeof UNUSED_WINDOW): PolicyOptions {
+    const policy = {
+      name: 'ban',
+      limit: this.#refusals,
+      window,
+      algorithm: 'fixed-window',
+    } as const;
+    if (typeof window !== 'number') return policy;
+    let known = this.#policies.get(window);
+    if (known === undefined) {
+      known = policy;
+      this.#policies.set(window, known);
+    }
+    return known;
+  }
+
+  /**
+   * Counts a refusal of `key` (by its limits for now, not for a cost over them): the ban, when it
+   * is past the count, or undefined. A store failure is reported and answers undefined.
+   */
+  async count(
+    key: string,
+    refusal: Decision,
+    report: (error: unknown) => void,
+  ): Promise<Ban | undefined> {
+    const windowMs = Math.max(...refusal.policies.map((p) => p.windowMs));
+    if (this.#limiter === undefined) return { refusals: 0, windowMs };
+    let counted: Decision;
+    try {
+      counted = await this.#limiter.consume(key, { policies: this.#policy(windowMs) });
+    } catch (error) {
+      report(error);
+      return undefined;
+    }
+    if (counted.error) report(counted.error);
+    if (counted.allowed || counted.degraded !== undefined) return undefined;
+    return { refusals: this.#refusals, windowMs };
+  }
+
+  close(): Promise<void> {
+    return this.#limiter?.close() ?? Promise.resolve();
+  }
+}

@@ -1,0 +1,113 @@
+// skipSuccessfulRequests and skipFailedRequests: a request counts when it arrives, and is given back once its response says it should not have.
+import type { Limiter } from '../limiter.ts';
+import type { Decision } from '../types.ts';
+import { describe } from '../validation.ts';
+import type { OutcomeSettings } from './http-options.ts';
+
+/** The Node response under every framework's: Express's `res`, Koa's `ctx.res`, Fastify's `reply.raw`. */
+export interface NodeResponse {
+  readonly statusCode: number;
+  readonly writableFinished: boolean;
+  once(event: 'finish' | 'close', listener: () => void): unknown;
+}
+
+/**
+ * Calls `ended` once: with true when the response was handed to the OS in full, with false when
+ * the connection closed before that, a client that left.
+ */
+function whenEnded(res: NodeResponse, ended: (finished: boolean) => void): void {
+  let done = false;
+  const end = (finished: boolean) => {
+    if (done) return;
+    done = true;
+    ended(finished);
+  };
+  res.once('finish', () => end(true));
+  res.once('close', () => end(res.writableFinished));
+}
+
+/**
+ * Gives back what an admitted request took when its outcome should not count. The request was
+ * counted when it arrived, so that a burst cannot pass the limit while responses are pending;
+ * the refund follows the response, so that it never delays it, and goes to the policies and the
+ * window the request was charged in. A failed refund, or a `requestWasSuccessful` that throws, is
+ * reported with the request, which then stays counted.
+ */
+export class RefundByOutcome<Req, Res> {
+  readonly #limiter: Limiter;
+  readonly #settings: OutcomeSettings<Req, Res>;
+  readonly #report: (error: unknown, req: Req) => void;
+  /** The key each decision whose outcome decides was consumed for; nothing else is kept. */
+  readonly #keys = new WeakMap<Decision, string>();
+
+  constructor(
+    limiter: Limiter,
+    settings: OutcomeSettings<Req, Res>,
+    report: (error: unknown, req: Req) => void,
+  ) {
+    this.#limiter = limiter;
+    this.#settings = settings;
+    this.#report = report;
+  }
+
+  /** Whether any outcome gives back: without either option, nothing is kept or watched. */
+  get active(): boolean {
+    return this.#settings.skipSuccessfulRequests || this.#settings.skipFailedRequests;
+  }
+
+  /**
+   * Remembers the key of a decision `check` made, if its outcome may give it back: admitted, and
+   * by the store (a degraded decision consumed nothing there). Shadow mode's admissions count.
+   */
+  charged(key: string, decision: Decision): void {
+    if (this.active && decision.allowed && decision.degraded === undefined) {
+      this.#keys.set(decision, key);
+    }
+  }
+
+  /** Watches the response of a request passed with `decision`; anything else costs nothing. */
+  watch(decision: Decision | undefined, req: Req, res: Res, raw: NodeResponse): void {
+    if (decision === undefined) return;
+    const key = this.#keys.get(decision);
+    if (key === undefined) return;
+    // Once: a request a second middleware of this limiter sees is watched by the first alone.
+    this.#keys.delete(decision);
+    whenEnded(raw, (finished) => {
+      void this.#settle(key, decision, req, res, finished ? raw.statusCode : undefined);
+    });
+  }
+
+  /** `status` is undefined for a client that left, which counts as a failure. */
+  async #settle(
+    key: string,
+    decision: Decision,
+    req: Req,
+    res: Res,
+    status: number | undefined,
+  ): Promise<void> {
+    const { skipSuccessfulRequests, skipFailedRequests, requestWasSuccessful } = this.#settings;
+    let succeeded = false;
+    if (status !== undefined) {
+      try {
+        succeeded = await (requestWasSuccessful ? requestWasSuccessful(req, res) : status < 400);
+      } catch (error) {
+        this.#report(error, req);
+        return;
+      }
+      if (typeof succeeded !== 'boolean') {
+        const returned = describe(succeeded);
+        this.#report(
+          new TypeError(`\`requestWasSuccessful\` returned ${returned}, not true or false`),
+          req,
+        );
+        return;
+      }
+    }
+    if (!(succeeded ? skipSuccessfulRequests : skipFailedRequests)) return;
+    try {
+      await this.#limiter.refund(key, { decision });
+    } catch (error) {
+      this.#report(error, req);
+    }
+  }
+}
