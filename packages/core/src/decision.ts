@@ -1,4 +1,5 @@
 // Turns a store's reply into a decision, and builds the decisions of degraded modes.
+import type { SentinelError } from './errors.ts';
 import type { Plan } from './policy.ts';
 import type {
   Decision,
@@ -8,6 +9,38 @@ import type {
   StoreErrorMode,
   StoreReply,
 } from './types.ts';
+
+/**
+ * A decision as the limiter makes it: the public fields, and out of sight (a private field,
+ * which neither JSON, spreading nor equality in tests sees) what its consume charged, for a
+ * refund. A WeakMap from decisions to charges would cost as much as the decision itself: every
+ * admitted consume would add an entry the garbage collector must trace specially.
+ */
+export class LimiterDecision implements Decision {
+  declare tier?: string;
+  declare degraded?: StoreErrorMode;
+  declare error?: SentinelError;
+  #charge: unknown = undefined;
+
+  constructor(
+    public allowed: boolean,
+    public limit: number,
+    public remaining: number,
+    public resetMs: number,
+    public retryAfterMs: number,
+    public policy: string,
+    public policies: PolicyDecision[],
+  ) {}
+
+  /** What `decision` charged, if the limiter made it and kept one. */
+  static chargeOf(decision: Decision): unknown {
+    return #charge in decision ? decision.#charge : undefined;
+  }
+
+  static keep(decision: Decision, charge: unknown): void {
+    if (#charge in decision) decision.#charge = charge;
+  }
+}
 
 export function toDecision(plan: Plan, reply: StoreReply, degraded?: StoreErrorMode): Decision {
   const { policies } = plan;
@@ -41,15 +74,15 @@ export function toDecision(plan: Plan, reply: StoreReply, degraded?: StoreErrorM
     }
   }
   const chosen = results[pick] as PolicyDecision;
-  const decision: Decision = {
+  const decision = new LimiterDecision(
     allowed,
-    limit: chosen.limit,
-    remaining: chosen.remaining,
-    resetMs: chosen.resetMs,
+    chosen.limit,
+    chosen.remaining,
+    chosen.resetMs,
     retryAfterMs,
-    policy: chosen.policy,
-    policies: results,
-  };
+    chosen.policy,
+    results,
+  );
   if (plan.tier !== undefined) decision.tier = plan.tier;
   if (degraded !== undefined) decision.degraded = degraded;
   return decision;
@@ -63,15 +96,15 @@ function singleDecision(plan: Plan, reply: StoreReply, degraded?: StoreErrorMode
   const policy = plan.policies[0] as (typeof plan.policies)[number];
   const outcome = reply.policies[0] as PolicyOutcome;
   const { allowed } = reply;
-  const decision: Decision = {
+  const decision = new LimiterDecision(
     allowed,
-    limit: policy.limit,
-    remaining: outcome.remaining,
-    resetMs: outcome.resetMs,
-    retryAfterMs: allowed ? 0 : outcome.retryAfterMs,
-    policy: policy.name,
-    policies: [policyDecision(policy, outcome)],
-  };
+    policy.limit,
+    outcome.remaining,
+    outcome.resetMs,
+    allowed ? 0 : outcome.retryAfterMs,
+    policy.name,
+    [policyDecision(policy, outcome)],
+  );
   if (plan.tier !== undefined) decision.tier = plan.tier;
   if (degraded !== undefined) decision.degraded = degraded;
   return decision;

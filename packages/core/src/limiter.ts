@@ -1,6 +1,6 @@
 // createLimiter: resolves options once, then each consume is one store call and a decision.
 import type { CircuitBreaker } from './circuit-breaker.ts';
-import { fixedDecision, toDecision } from './decision.ts';
+import { fixedDecision, LimiterDecision, toDecision } from './decision.ts';
 import { SentinelError } from './errors.ts';
 import { storageIdentity } from './fingerprint.ts';
 import {
@@ -89,9 +89,6 @@ interface Charge {
   /** Units not given back yet. */
   left: number;
 }
-
-/** Admitted decisions' charges; a decision let go takes its charge with it. */
-const charges = new WeakMap<Decision, Charge>();
 
 export function createLimiter(options: LimiterOptions): Limiter {
   const resolved = resolveOptions(options);
@@ -265,7 +262,7 @@ function answered(
   if (parts.health?.anyDown) parts.health.answered(serverOf(parts, request));
   const decision = toDecision(plan, reply);
   if (request.apply && decision.allowed) {
-    charges.set(decision, { request, at: reply.at, left: request.cost });
+    LimiterDecision.keep(decision, { request, at: reply.at, left: request.cost } satisfies Charge);
   }
   if (startedAt === undefined) return decision;
   return observed(parts, request, decision, performance.now() - startedAt);
@@ -394,7 +391,7 @@ async function refund(parts: Parts, key: string, options: RefundOptions): Promis
   const { decision, cost } = options;
   checkObject(decision, 'decision', 'the decision consume resolved with');
   if (cost !== undefined) checkPositiveInteger(cost, 'cost');
-  const charge = charges.get(decision);
+  const charge = LimiterDecision.chargeOf(decision) as Charge | undefined;
   // A decision that consumed nothing, or whose store cannot say when it charged, has nothing to give.
   if (charge === undefined || charge.left === 0 || charge.at === undefined) return false;
   const { identity, layout } = charge.request;
