@@ -1,0 +1,241 @@
+// Apps whose routes answer what a request asks for (a status, a hang, a hold), in each adapter, for the count-by-outcome and ban suites.
+import type { ServerResponse } from 'node:http';
+import { afterEach, describe } from 'vitest';
+import {
+  createLimiter,
+  type HttpLimiterOptions,
+  type Limiter,
+  type RequestLike,
+} from '../../packages/core/src/index.ts';
+import {
+  rateLimit as expressRateLimit,
+  type RateLimitMiddleware,
+} from '../../packages/express/src/index.ts';
+import { express5, serve as serveExpress } from '../../packages/express/test/apps.ts';
+import { sentinel } from '../../packages/fastify/src/index.ts';
+import {
+  Fastify,
+  type FastifyReply,
+  type FastifyRequest,
+} from '../../packages/fastify/test/framework.ts';
+import { rateLimit as koaRateLimit } from '../../packages/koa/src/index.ts';
+import { Koa, serve as serveKoa } from '../../packages/koa/test/apps.ts';
+import { STORES, type StoreName, type StoreSetup } from './adapters.ts';
+
+/** Options every adapter takes as they are; `requestWasSuccessful` comes in each one's idiom. */
+export type OutcomeOptions = Omit<HttpLimiterOptions<RequestLike>, 'requestWasSuccessful'>;
+
+export interface OutcomeAppSpec {
+  options: OutcomeOptions;
+  /** The options of GET /login, layered over the app's in the adapter's per-route idiom. */
+  login?: Partial<OutcomeOptions>;
+  /** Installs an async `requestWasSuccessful`, in the adapter's idiom, true for this status alone. */
+  successIs?: number;
+}
+
+/**
+ * What the routes saw. A request's headers say what it gets: `x-status` the status (200 without
+ * it); `x-hang` makes it wait until its client leaves, then answer; `x-hold` makes it wait for
+ * `release()`.
+ */
+export class Room {
+  /** Requests that reached a route. */
+  handled = 0;
+  /** Requests whose client left before the route answered. */
+  left = 0;
+  #release!: () => void;
+  #held = new Promise<void>((resolve) => {
+    this.#release = resolve;
+  });
+
+  release(): void {
+    this.#release();
+  }
+
+  /** The status to answer, once the request's waits are over. */
+  async serve(headers: RequestLike['headers'], raw: ServerResponse): Promise<number> {
+    this.handled++;
+    const gone = new Promise<void>((resolve) => {
+      raw.once('close', () => {
+        if (!raw.writableFinished) this.left++;
+        resolve();
+      });
+    });
+    if (headers['x-hang'] !== undefined) await gone;
+    if (headers['x-hold'] !== undefined) await this.#held;
+    return Number(headers['x-status'] ?? 200);
+  }
+}
+
+export interface OutcomeApp {
+  url: string;
+  room: Room;
+  close(): Promise<void>;
+}
+
+export interface OutcomeDriver {
+  name: 'express' | 'koa' | 'fastify';
+  start(spec: OutcomeAppSpec): Promise<OutcomeApp>;
+}
+
+const body = (status: number) => ({ ok: status < 400 });
+
+/** Express's `Response`, as the middleware takes it: this folder does not resolve 'express'. */
+type ExpressResponse = Parameters<RateLimitMiddleware>[1];
+
+const express: OutcomeDriver = {
+  name: 'express',
+  async start({ options, login, successIs }) {
+    const limit = expressRateLimit({
+      ...options,
+      ...(successIs !== undefined && {
+        requestWasSuccessful: async (_req, res) => res.statusCode === successIs,
+      }),
+    });
+    const room = new Room();
+    const app = express5.app();
+    const answer = async (req: RequestLike, res: ExpressResponse) => {
+      const status = await room.serve(req.headers, res);
+      res.status(status).json(body(status));
+    };
+    if (login) app.get('/login', limit.route(login), answer);
+    app.use(limit);
+    app.get(['/', '/login'], answer);
+    const served = await serveExpress(app);
+    return {
+      url: served.url,
+      room,
+      async close() {
+        await served.close();
+        await limit.close();
+      },
+    };
+  },
+};
+
+const koa: OutcomeDriver = {
+  name: 'koa',
+  async start({ options, login, successIs }) {
+    const limit = koaRateLimit({
+      ...options,
+      ...(successIs !== undefined && {
+        requestWasSuccessful: async (ctx) => ctx.status === successIs,
+      }),
+    });
+    const loginLimit = login ? limit.route(login) : limit;
+    const room = new Room();
+    const app = new Koa();
+    app.use(async function route(ctx, next) {
+      if (ctx.path !== '/' && ctx.path !== '/login') return next();
+      const limiter = ctx.path === '/login' ? loginLimit : limit;
+      return limiter(ctx, async () => {
+        const status = await room.serve(ctx.headers, ctx.res);
+        ctx.status = status;
+        ctx.body = body(status);
+      });
+    });
+    const served = await serveKoa(app);
+    return {
+      url: served.url,
+      room,
+      async close() {
+        await served.close();
+        await limit.close();
+      },
+    };
+  },
+};
+
+const fastify: OutcomeDriver = {
+  name: 'fastify',
+  async start({ options, login, successIs }) {
+    const app = Fastify();
+    await app.register(sentinel, {
+      ...options,
+      ...(successIs !== undefined && {
+        requestWasSuccessful: async (_request, reply) => reply.statusCode === successIs,
+      }),
+    });
+    const room = new Room();
+    const answer = async (request: FastifyRequest, reply: FastifyReply) => {
+      const status = await room.serve(request.headers, reply.raw);
+      return reply.code(status).send(body(status));
+    };
+    app.get('/', answer);
+    app.get('/login', { config: login ? { rateLimit: login } : {} }, answer);
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    return { url, room, close: () => app.close() };
+  },
+};
+
+export const OUTCOME_DRIVERS: readonly OutcomeDriver[] = [express, koa, fastify];
+
+const running: OutcomeApp[] = [];
+const peekers: Limiter[] = [];
+
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((app) => app.close()));
+  await Promise.all(peekers.splice(0).map((limiter) => limiter.close()));
+});
+
+/** Starts the driver's app, closed after the test unless the test closed it. */
+export async function startOutcomeApp(
+  driver: OutcomeDriver,
+  spec: OutcomeAppSpec,
+): Promise<OutcomeApp> {
+  const started = await driver.start(spec);
+  let closing: Promise<void> | undefined;
+  const app = { ...started, close: () => (closing ??= started.close()) };
+  running.push(app);
+  return app;
+}
+
+/** Runs `scenarios` once per adapter and store, as `<adapter> › <store> store › ...`. */
+export function eachAdapter(
+  scenarios: (driver: OutcomeDriver, store: StoreName) => void,
+  storeNames: readonly StoreName[] = STORES,
+): void {
+  for (const driver of OUTCOME_DRIVERS) {
+    describe(driver.name, () => {
+      for (const store of storeNames) describe(`${store} store`, () => scenarios(driver, store));
+    });
+  }
+}
+
+/**
+ * What is left of `key`'s one policy, read by a limiter of the test's own over the same store,
+ * prefix and policy: the state the app's limiter keeps, without touching it.
+ */
+export function remainingOf(
+  store: StoreSetup,
+  policy: Pick<HttpLimiterOptions, 'limit' | 'window' | 'algorithm'>,
+): (key: string) => Promise<number> {
+  const limiter = createLimiter({ ...store.options, ...policy });
+  peekers.push(limiter);
+  return async (key) => (await limiter.peek(key)).remaining;
+}
+
+/** A GET with the given headers: its status, and its body as JSON when it is JSON. */
+export async function get(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: unknown }> {
+  const response = await fetch(url, { headers });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {}
+  return { status: response.status, headers: response.headers, body: parsed };
+}
+
+/** Sends GETs one after another, returning their statuses. */
+export async function statuses(
+  url: string,
+  count: number,
+  headers: Record<string, string> = {},
+): Promise<number[]> {
+  const seen: number[] = [];
+  for (let i = 0; i < count; i++) seen.push((await get(url, headers)).status);
+  return seen;
+}
