@@ -3,7 +3,7 @@ import { createLimiter, type Limiter, type LimiterOptions } from '../limiter.ts'
 import { createRedisClient } from '../redis-client.ts';
 import { toRedisConnection } from '../redis-connection.ts';
 import type { RedisClient } from '../redis-store.ts';
-import type { Decision, PolicyOptions } from '../types.ts';
+import type { Decision, PolicyOptions, Window } from '../types.ts';
 import type { Ban } from './verdict.ts';
 
 type StoreOptions = Omit<LimiterOptions, 'onError'>;
@@ -11,8 +11,9 @@ type StoreOptions = Omit<LimiterOptions, 'onError'>;
 /**
  * The limiters' options with one Redis client for both. From `redisUrl`, the limiter and the ban
  * counter would each build a client of their own; this layer builds the one they share instead,
- * and closes it after them. Options that combine `redisUrl` with `redis` or `store` pass as they
- * are, for the limiter to refuse by name.
+ * and closes it after them. Without a counter (no `ban`, or `ban: 0`, which counts nothing), and
+ * for options that combine `redisUrl` with `redis` or `store`, which the limiter refuses by name,
+ * the options pass as they are.
  */
 export function sharedConnection(
   options: StoreOptions,
@@ -45,9 +46,6 @@ const UNUSED_WINDOW = '1d';
 export class BanCounter {
   readonly #refusals: number;
   readonly #limiter: Limiter | undefined;
-  /** The ban policy of each window length, one object each: the plan cache knows it at once. */
-  readonly #policies = new Map<number, PolicyOptions>();
-
   /** `options` are the identity limiter's, with the prefix its group gave it. */
   constructor(refusals: number, options: StoreOptions, onError: () => void) {
     this.#refusals = refusals;
@@ -67,20 +65,9 @@ export class BanCounter {
     });
   }
 
-  #policy(window: number | typeof UNUSED_WINDOW): PolicyOptions {
-    const policy = {
-      name: 'ban',
-      limit: this.#refusals,
-      window,
-      algorithm: 'fixed-window',
-    } as const;
-    if (typeof window !== 'number') return policy;
-    let known = this.#policies.get(window);
-    if (known === undefined) {
-      known = policy;
-      this.#policies.set(window, known);
-    }
-    return known;
+  /** Refusals only pay for it: the limiter's plan cache finds a set it has seen by its contents. */
+  #policy(window: Window): PolicyOptions {
+    return { name: 'ban', limit: this.#refusals, window, algorithm: 'fixed-window' };
   }
 
   /**

@@ -104,7 +104,12 @@ function checkIdentity(found: IdentifyResult): Identity | 'unauthorized' | null 
  */
 async function chargeOf<Req extends RequestLike>(
   req: Req,
-  { allowed, skip, identify, cost }: HttpSettings<Req, never>,
+  {
+    allowed,
+    skip,
+    identify,
+    cost,
+  }: Pick<HttpSettings<Req>, 'allowed' | 'skip' | 'identify' | 'cost'>,
 ): Promise<Charge | undefined> {
   if (allowed?.(req.ip)) return undefined;
   if (skip) {
