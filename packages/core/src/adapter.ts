@@ -4,6 +4,7 @@ export {
   type Algorithm,
   type ApiKeyOptions,
   type ApiKeyTenant,
+  BANNED,
   type BreakerEvent,
   byApiKey,
   byHeader,

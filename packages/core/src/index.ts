@@ -36,6 +36,7 @@ export {
   type RequestLike,
 } from './http/identity.ts';
 export {
+  BANNED,
   COST_EXCEEDS_LIMIT,
   COST_EXCEEDS_LIMIT_STATUS,
   type ProblemDetails,

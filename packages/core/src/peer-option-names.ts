@@ -62,7 +62,10 @@ export const PEER_OPTION_NAMES: Readonly<Record<string, PeerOption>> = {
   skipOnError: { peers: [FASTIFY], use: "`onStoreError: 'allow'`, the default" },
   insuranceLimiter: { peers: [FLEXIBLE], use: "`onStoreError: 'local'`" },
   blacklist: { peers: [KOA] },
-  blockDuration: { peers: [FLEXIBLE] },
+  blockDuration: {
+    peers: [FLEXIBLE],
+    use: "a policy's `blockFor`, in ms or a string such as '15m'",
+  },
   inMemoryBlockOnConsumed: { peers: [FLEXIBLE], use: '`blockCache: true`' },
   inMemoryBlockDuration: { peers: [FLEXIBLE] },
   inmemoryBlockOnConsumed: { peers: [FLEXIBLE], use: '`blockCache: true`' },

@@ -112,7 +112,7 @@ describe("another rate limiter's option name", () => {
     expect(limiterError({ ...ONE, db: {} })).toContain('use `redis`');
     expect(limiterError({ ...ONE, keyPrefix: 'x' })).toContain('use `prefix`');
     expect(limiterError({ ...ONE, blockDuration: 60 })).toContain(
-      "`blockDuration` is rate-limiter-flexible's name; Sentinel has no equivalent yet",
+      "`blockDuration` is rate-limiter-flexible's name: use a policy's `blockFor`",
     );
   });
 });
