@@ -80,12 +80,13 @@ async function scriptSpecs(): Promise<ScriptSpec[]> {
   const reference = [String(limit), String(windowMs / 1000)];
   const seconds = String(Math.floor(Date.now() / 1000));
   return [
-    // ARGV: now '' (Redis clock), cost 1, apply '1', no deadline '', then the one policy.
+    // ARGV: now '' (Redis clock), cost 1, mode '1' (consume), no deadline '', then the one
+    // policy: algorithm, limit, window and penalty box (0, none), as lua/evaluate.lua reads it.
     ...SENTINEL.map((name) => ({
       name,
       kind: 'sentinel' as const,
       source: scripts[name].source,
-      argv: ['', '1', '1', '', name, String(limit), String(windowMs)],
+      argv: ['', '1', '1', '', name, String(limit), String(windowMs), '0'],
     })),
     { name: 'floor', kind: 'floor', source: FLOOR_SCRIPT, argv: [] },
     {
@@ -144,10 +145,19 @@ export async function loadContenders(admin: Redis): Promise<ScriptContender[]> {
   // One call each before any timing: a script that errors fails here, by name.
   for (const contender of contenders) {
     const [command, ...args] = contender.command.map((arg) => arg.replace('__rand_int__', '0'));
+    let reply: unknown;
     try {
-      await admin.call(command as string, ...args);
+      reply = await admin.call(command as string, ...args);
     } catch (error) {
       throw new Error(`${contender.name} fails on Redis: ${(error as Error).message}`);
+    }
+    // Sentinel's scripts must decide, not return early on arguments they do not read: an
+    // admission, one policy's four fields, and the Redis clock.
+    if (
+      contender.kind === 'sentinel' &&
+      !(Array.isArray(reply) && reply.length === 6 && reply[0] === 1)
+    ) {
+      throw new Error(`${contender.name} did not decide on Redis: ${JSON.stringify(reply)}`);
     }
   }
   return contenders;
