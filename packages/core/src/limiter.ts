@@ -410,6 +410,8 @@ async function refund(parts: Parts, key: string, options: RefundOptions): Promis
     charge.left += amount;
     throw error;
   }
+  // A refusal this process remembers may be out of date now.
+  parts.blocks?.forget(blockId(layout.plan, key));
   return true;
 }
 

@@ -62,6 +62,14 @@ describe('blockCache', () => {
     expect(await calls()).toBe(3);
   });
 
+  it('forgets an identity given a refund on this limiter', async () => {
+    const { limiter } = await setup();
+    const taken = await limiter.consume('client', { cost: 3 });
+    expect((await limiter.consume('client')).allowed).toBe(false);
+    expect(await limiter.refund('client', { decision: taken, cost: 1 })).toBe(true);
+    expect((await limiter.consume('client')).allowed).toBe(true);
+  });
+
   it('forgets an identity reset on this limiter', async () => {
     const { limiter } = await setup();
     await limiter.consume('client', { cost: 3 });
