@@ -290,6 +290,18 @@ function failed(
   error: unknown,
   breaker: CircuitBreaker | undefined,
 ): Decision {
+  const failure = storeFailed(parts, request, error, breaker);
+  parts.report(failure);
+  return degrade(parts, plan, request, failure);
+}
+
+/** A store call that failed: the breaker, the health and the observers hear of it. */
+function storeFailed(
+  parts: Parts,
+  request: IdentityRequest,
+  error: unknown,
+  breaker: CircuitBreaker | undefined,
+): SentinelError {
   const failure = asSentinelError(error);
   // A store that answers, however late, is not down: only silence and failures trip the breaker.
   if (failure.code === 'STORE_BUSY') breaker?.success();
@@ -300,8 +312,7 @@ function failed(
     health?.failed(server, failure);
     observers?.storeError?.({ server, error: failure });
   }
-  parts.report(failure);
-  return degrade(parts, plan, request, failure);
+  return failure;
 }
 
 /** The decision `onStoreError` makes without the store. */
@@ -450,15 +461,6 @@ async function adjust(parts: Parts, request: IdentityRequest): Promise<StoreRepl
     if (parts.health?.anyDown) parts.health.answered(serverOf(parts, request));
     return reply;
   } catch (error) {
-    const failure = asSentinelError(error);
-    if (failure.code === 'STORE_BUSY') breaker?.success();
-    else breaker?.failure(Date.now());
-    const { health, observers } = parts;
-    if (health || observers?.storeError) {
-      const server = serverOf(parts, request);
-      health?.failed(server, failure);
-      observers?.storeError?.({ server, error: failure });
-    }
-    throw failure;
+    throw storeFailed(parts, request, error, breaker);
   }
 }
