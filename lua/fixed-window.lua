@@ -2,7 +2,7 @@
 -- the same moment.
 --
 -- State "<window_index> <count>"; a stored index other than the current one means an old window.
-ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
+ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply, writes)
   local absolute = now + EPOCH_MS
   local index = math.floor(absolute / window)
   local used = 0
@@ -17,7 +17,7 @@ ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
   if used + cost <= limit then
     if apply then
       used = used + cost
-      redis.call('SET', key, string.format('%d %d', index, used), 'PX', ends_in)
+      write(writes, 'SET', key, string.format('%d %d', index, used), 'PX', ends_in)
     end
     if used == 0 then return 1, limit, 0, 0 end
     return 1, limit - used, ends_in, 0

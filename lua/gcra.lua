@@ -5,7 +5,7 @@
 -- tat + fraction / rate time steps, kept exact without floats. `debt` is TAT - now in 1/rate
 -- step units, where one emission interval is `token` units (see `scale`: for most policies
 -- `window` and `limit`, with 1 ms steps).
-ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
+ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply, writes)
   local token, rate, step = scale(limit, window)
   local t = math.floor(now / step)
   local capacity = limit * token
@@ -29,7 +29,7 @@ ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
     return 0, math.max(0, math.floor((capacity - debt) / token)), due, retry
   end
   if apply then
-    redis.call('SET', key, string.format('%d %d', t + math.floor(debt / rate), debt % rate),
+    write(writes, 'SET', key, string.format('%d %d', t + math.floor(debt / rate), debt % rate),
       'PX', due)
   end
   return 1, math.max(0, math.floor((capacity - debt) / token)), due, 0

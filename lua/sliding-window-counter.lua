@@ -4,7 +4,7 @@
 -- State "<window_index> <current> <previous>". The previous window counts for the requests of it
 -- the sliding window still overlaps, rounded up to whole ones: compared with whole requests, that
 -- decides exactly as the weighted sum would, and mul_div forms no product of limit and window.
-ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, apply)
+ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, apply, writes)
   local absolute = now + EPOCH_MS
   local index = math.floor(absolute / window)
   local current, previous = 0, 0
@@ -39,7 +39,7 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   local remaining = math.max(0, limit - current - weighted)
   if allowed == 1 then
     if apply then
-      redis.call('SET', key, string.format('%d %d %d', index, current, previous), 'PX', reset)
+      write(writes, 'SET', key, string.format('%d %d %d', index, current, previous), 'PX', reset)
     end
     return 1, remaining, reset, 0
   end

@@ -6,7 +6,7 @@
 -- become a whole token stays in the level; it is never thrown away by resetting the refill
 -- clock, which would starve slow rates (10/min called every 5 s would earn a token every 10 s
 -- instead of every 6 s). `updated_at` and `t` count steps.
-ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply)
+ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply, writes)
   local token, rate, step = scale(limit, window)
   local t = math.floor(now / step)
   local capacity = limit * token
@@ -31,7 +31,7 @@ ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply)
     return 0, math.max(0, math.floor(level / token)), full, retry
   end
   if apply then
-    redis.call('SET', key, string.format('%d %d', level, updated), 'PX', full)
+    write(writes, 'SET', key, string.format('%d %d', level, updated), 'PX', full)
   end
   return 1, math.floor(level / token), full, 0
 end

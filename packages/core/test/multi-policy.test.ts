@@ -1,6 +1,9 @@
 // Several policies at once: one call checks them all and consumes from all or from none.
 import { describe, expect, it } from 'vitest';
-import type { PolicyOptions } from '../src/index.ts';
+import { uniquePrefix } from '../../../test/harness/clients.ts';
+import { clientOf, owned, ownServer } from '../../../test/harness/own-redis.ts';
+import { failOnError } from '../../../test/harness/store-errors.ts';
+import { createLimiter, type PolicyOptions } from '../src/index.ts';
 import { limiterOn, manualClock, STORES } from './stores.ts';
 
 describe.each(STORES)('with the %s store', (store) => {
@@ -93,5 +96,44 @@ describe.each(STORES)('with the %s store', (store) => {
     expect((await limiter.peek('b', { tier: 'PRO' })).policies.map((p) => p.remaining)).toEqual([
       100, 4,
     ]);
+  });
+});
+
+describe('several policies on Redis', () => {
+  // Counts every command the scripts run, on a server of this test's own so no other suite's
+  // calls are counted.
+  it('reads each policy key once, and writes them only when every policy admits', async () => {
+    const server = await ownServer();
+    const admin = clientOf(server.url);
+    const limiter = owned(
+      createLimiter({
+        redis: clientOf(server.url),
+        prefix: uniquePrefix('reads'),
+        onError: failOnError,
+        policies: [
+          { name: 'per-minute', limit: 2, window: '1m', algorithm: 'token-bucket' },
+          { name: 'per-hour', limit: 100, window: '1h', algorithm: 'gcra' },
+        ],
+      }),
+    );
+    await limiter.peek('warm-up');
+    const counts = async () => {
+      const info = await admin.info('commandstats');
+      await admin.config('RESETSTAT');
+      const of = (command: string) =>
+        Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+      return { get: of('get'), set: of('set') };
+    };
+    await admin.config('RESETSTAT');
+    for (let i = 0; i < 2; i++) {
+      expect((await limiter.consume('tenant')).allowed).toBe(true);
+      expect(await counts()).toEqual({ get: 2, set: 2 });
+    }
+    // Refused by the minute: the hour admitted on its own, so it is read again for what it holds
+    // untouched, and nothing is written.
+    const refused = await limiter.consume('tenant');
+    expect(refused.allowed).toBe(false);
+    expect(refused.policies[1]).toMatchObject({ allowed: true, remaining: 98 });
+    expect(await counts()).toEqual({ get: 3, set: 0 });
   });
 });
