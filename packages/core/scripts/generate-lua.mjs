@@ -39,12 +39,16 @@ const epoch = /local EPOCH_MS = (\d+)/.exec(prelude)?.[1];
 if (!epoch) throw new Error('lua/prelude.lua must define EPOCH_MS');
 
 // One script per algorithm keeps each as small as it can be; `mixed` serves tiers whose
-// policies use different algorithms, and `batch` several requests of any tiers at once.
+// policies use different algorithms. A batch of requests whose policies all use one algorithm
+// runs `batch-<algorithm>`, and any other batch `batch`: a script defines every algorithm it
+// holds on each call, which costs Redis more than deciding a small batch's requests.
 const compose = (names, main = evaluate) => [prelude, ...names.map(lua), main].join('\n');
+const batch = lua('batch');
 const entries = [
   ...algorithms.map((name) => [name, compose([name])]),
   ['mixed', compose(algorithms)],
-  ['batch', compose(algorithms, lua('batch'))],
+  ['batch', compose(algorithms, batch)],
+  ...algorithms.map((name) => [`batch-${name}`, compose([name], batch)]),
 ];
 
 let out = '// Generated from lua/*.lua by packages/core/scripts/generate-lua.mjs. Do not edit.\n\n';

@@ -4,8 +4,9 @@ import type { RedisCall, Send } from './redis-call.ts';
 import type { RedisConnection } from './redis-connection.ts';
 import type { RedisNode } from './redis-node.ts';
 import { evaluateScript, type ScriptCall } from './script-evaluator.ts';
-import { scripts } from './scripts.generated.ts';
+import { type LuaScript, scripts } from './scripts.generated.ts';
 import { FIELDS_PER_POLICY } from './store-reply.ts';
+import type { StoreRequest } from './types.ts';
 
 /** Requests per batch at most: a script blocks Redis while it runs, so a batch stays short. */
 export const MAX_BATCH = 64;
@@ -15,6 +16,8 @@ const BATCH_EXPIRY_ARG = 1;
 
 interface Member {
   readonly call: RedisCall;
+  /** The script it would run alone: one algorithm's, or 'mixed'. */
+  readonly script: StoreRequest['script'];
   readonly keys: readonly string[];
   /** Its part of the batch's ARGV: policy count, cost, mode, then each policy's quadruple. */
   readonly args: readonly string[];
@@ -78,6 +81,7 @@ export class RedisBatches {
     group: string,
     node: RedisNode,
     call: RedisCall,
+    script: StoreRequest['script'],
     keys: readonly string[],
     args: readonly string[],
   ): Promise<number[] | undefined> {
@@ -90,7 +94,7 @@ export class RedisBatches {
         // batch gathers all that one turn of the loop brought in.
         setImmediate(() => this.#send(group, node, members as Member[]));
       }
-      members.push({ call, keys, args, settle, fail });
+      members.push({ call, script, keys, args, settle, fail });
       if (members.length === MAX_BATCH) this.#send(group, node, members);
     });
   }
@@ -109,7 +113,7 @@ export class RedisBatches {
     evaluateScript(
       this.#client,
       node,
-      scripts.batch,
+      batchScript(members),
       keys,
       args,
       new BatchCall(members),
@@ -133,4 +137,11 @@ export class RedisBatches {
       },
     );
   }
+}
+
+/** The batch script holding only the one algorithm every member uses, if they share one. */
+function batchScript(members: readonly Member[]): LuaScript {
+  const { script } = members[0] as Member;
+  if (script === 'mixed' || members.some((m) => m.script !== script)) return scripts.batch;
+  return scripts[`batch-${script}`];
 }

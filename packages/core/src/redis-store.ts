@@ -115,7 +115,7 @@ export class RedisStore implements Store {
       const group = this.#batchGroup(keys[0] as string);
       if (group !== undefined) {
         const part = [String(args.length / 4), argv[1] as string, argv[2] as string, ...args];
-        const reply = await this.#batches.join(group, node, call, keys, part);
+        const reply = await this.#batches.join(group, node, call, script, keys, part);
         if (reply !== undefined) return decodeReply(reply, call.clock);
         if (!call.wanted) return undefined;
       }

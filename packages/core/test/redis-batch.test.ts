@@ -6,6 +6,7 @@ import { clientOf, owned, ownServer } from '../../../test/harness/own-redis.ts';
 import { failOnError } from '../../../test/harness/store-errors.ts';
 import { createLimiter, type LimiterOptions } from '../src/index.ts';
 import { MAX_BATCH } from '../src/redis-batch.ts';
+import { type ScriptName, scripts } from '../src/scripts.generated.ts';
 
 async function setup(options: Partial<LimiterOptions>) {
   const server = await ownServer();
@@ -27,7 +28,7 @@ async function setup(options: Partial<LimiterOptions>) {
     await admin.config('RESETSTAT');
     return Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
   };
-  return { limiter, calls };
+  return { limiter, calls, admin };
 }
 
 describe('batching on Redis', () => {
@@ -79,5 +80,28 @@ describe('batching on Redis', () => {
       limiter.consume('client'),
     ]);
     expect([first?.remaining, peek?.remaining, second?.remaining]).toEqual([2, 2, 1]);
+  });
+
+  it('runs a batch whose requests share one algorithm by a script holding only that algorithm', async () => {
+    const { limiter, admin } = await setup({
+      tiers: {
+        FREE: { name: 'free', limit: 10, window: '1h', algorithm: 'gcra' },
+        PRO: [
+          { name: 'pro-hour', limit: 10, window: '1h', algorithm: 'gcra' },
+          { name: 'pro-minute', limit: 10, window: '1m', algorithm: 'fixed-window' },
+        ],
+      },
+    });
+    const loaded = async (name: ScriptName) =>
+      ((await admin.script('EXISTS', scripts[name].sha1)) as number[])[0] === 1;
+    await admin.script('FLUSH');
+    const burst = (tier: (i: number) => string) =>
+      Promise.all(Array.from({ length: 8 }, (_, i) => limiter.consume(`c${i}`, { tier: tier(i) })));
+    expect((await burst(() => 'FREE')).every((d) => d.allowed)).toBe(true);
+    expect(await loaded('batch-gcra')).toBe(true);
+    expect(await loaded('batch')).toBe(false);
+    // Requests of a tier with two algorithms, or of tiers with different ones, need them all.
+    expect((await burst((i) => (i % 2 ? 'PRO' : 'FREE'))).every((d) => d.allowed)).toBe(true);
+    expect(await loaded('batch')).toBe(true);
   });
 });
