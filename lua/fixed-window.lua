@@ -2,11 +2,11 @@
 -- the same moment.
 --
 -- State "<window_index> <count>"; a stored index other than the current one means an old window.
-ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply, writes)
+ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
   local absolute = now + EPOCH_MS
   local index = math.floor(absolute / window)
   local used = 0
-  local state = redis.call('GET', key)
+  local state = read_state(key)
   if state then
     local stored, count = string.match(state, '^(%d+) (%d+)$')
     stored = tonumber(stored)
@@ -17,7 +17,7 @@ ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply, writ
   if used + cost <= limit then
     if apply then
       used = used + cost
-      write(writes, 'SET', key, string.format('%d %d', index, used), 'PX', ends_in)
+      save_state(key, string.format('%d %d', index, used), ends_in)
     end
     if used == 0 then return 1, limit, 0, 0 end
     return 1, limit - used, ends_in, 0
@@ -33,7 +33,7 @@ ADJUSTMENTS['fixed-window'] = function(key, limit, window, amount, now, at)
   local absolute = now + EPOCH_MS
   local index = math.floor(absolute / window)
   local used = 0
-  local state = redis.call('GET', key)
+  local state = read_state(key)
   if state then
     local stored, count = string.match(state, '^(%d+) (%d+)$')
     stored = tonumber(stored)
@@ -42,8 +42,8 @@ ADJUSTMENTS['fixed-window'] = function(key, limit, window, amount, now, at)
   if at and math.floor((at + EPOCH_MS) / window) ~= index then return end
   used = math.max(0, used + amount)
   if used == 0 then
-    redis.call('DEL', key)
+    drop_state(key)
   else
-    redis.call('SET', key, string.format('%d %d', index, used), 'PX', (index + 1) * window - absolute)
+    save_state(key, string.format('%d %d', index, used), (index + 1) * window - absolute)
   end
 end

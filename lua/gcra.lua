@@ -5,12 +5,12 @@
 -- tat + fraction / rate time steps, kept exact without floats. `debt` is TAT - now in 1/rate
 -- step units, where one emission interval is `token` units (see `scale`: for most policies
 -- `window` and `limit`, with 1 ms steps).
-ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply, writes)
+ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
   local token, rate, step = scale(limit, window)
   local t = math.floor(now / step)
   local capacity = limit * token
   local debt = 0
-  local state = redis.call('GET', key)
+  local state = read_state(key)
   if state then
     local tat, fraction = string.match(state, '^(%-?%d+) (%d+)$')
     -- A fraction written under a higher limit (a larger rate) is at most one step here.
@@ -29,8 +29,7 @@ ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply, writes)
     return 0, math.max(0, math.floor((capacity - debt) / token)), due, retry
   end
   if apply then
-    write(writes, 'SET', key, string.format('%d %d', t + math.floor(debt / rate), debt % rate),
-      'PX', due)
+    save_state(key, string.format('%d %d', t + math.floor(debt / rate), debt % rate), due)
   end
   return 1, math.max(0, math.floor((capacity - debt) / token)), due, 0
 end
@@ -41,16 +40,16 @@ ADJUSTMENTS['gcra'] = function(key, limit, window, amount, now, at)
   local token, rate, step = scale(limit, window)
   local t = math.floor(now / step)
   local debt = 0
-  local state = redis.call('GET', key)
+  local state = read_state(key)
   if state then
     local tat, fraction = string.match(state, '^(%-?%d+) (%d+)$')
     debt = math.max(0, (tonumber(tat) - t) * rate + math.min(tonumber(fraction), rate - 1))
   end
   debt = math.max(0, debt + amount * token)
   if debt == 0 then
-    redis.call('DEL', key)
+    drop_state(key)
     return
   end
-  redis.call('SET', key, string.format('%d %d', t + math.floor(debt / rate), debt % rate),
-    'PX', ms_after(math.ceil(debt / rate), t, step, now))
+  save_state(key, string.format('%d %d', t + math.floor(debt / rate), debt % rate),
+    ms_after(math.ceil(debt / rate), t, step, now))
 end

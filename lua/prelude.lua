@@ -5,20 +5,10 @@
 -- so windows that divide a day still align with the Unix epoch.
 local EPOCH_MS = 1704067200000
 
--- algorithm name -> function(key, limit, window, cost, now, apply, writes)
+-- algorithm name -> function(key, limit, window, cost, now, apply)
 --   returns allowed (1|0), remaining, reset_ms (until full again), retry_ms (0 if allowed, -1 never)
---   and writes the new state only when apply is true and the request is allowed: at once, or,
---   given a `writes` table, by adding its commands there for the caller to run (see `write`).
+--   and writes the new state only when apply is true and the request is allowed.
 local ALGORITHMS = {}
-
--- Runs a write command now, or with a `writes` table keeps it there to run later.
-local function write(writes, ...)
-  if writes then
-    writes[#writes + 1] = { ... }
-  else
-    redis.call(...)
-  end
-end
 
 -- algorithm name -> function(key, limit, window, amount, now, at)
 --   takes `amount` more (a penalty) whatever is left, or with a negative amount and `at`, the
@@ -26,14 +16,41 @@ end
 --   and never into a window other than the one charged.
 local ADJUSTMENTS = {}
 
+-- The states this call has read or written, by key (false: none), so that a key is read from
+-- Redis once per call: by the look that decides several policies all-or-nothing and then by the
+-- consume, and by each request of a batch that decides the same identity. Every GET, SET and
+-- DEL of a state key goes through these three, so the table always holds what Redis would
+-- answer; keys do not expire while a script runs.
+local STATES = {}
+
+local function read_state(key)
+  local state = STATES[key]
+  if state == nil then
+    state = redis.call('GET', key)
+    STATES[key] = state
+  end
+  return state
+end
+
+local function save_state(key, state, ms)
+  redis.call('SET', key, state, 'PX', ms)
+  STATES[key] = state
+end
+
+local function drop_state(key)
+  redis.call('DEL', key)
+  STATES[key] = false
+end
+
 -- Decides one request against its `count` policies, whose keys start at KEYS[key] and whose
 -- algorithm, limit, window and box quadruples start at ARGV[arg]; a policy with a box (a
 -- penalty box of that many ms, else 0) has a second key, after all the policies' keys. Writes
 -- at reply[out] 1 or 0 for the request, then allowed, remaining, reset_ms and retry_ms per
 -- policy, and returns how many keys it used. `mode` is '1' to consume, '0' to look (a peek),
 -- 'p' to take `cost` as a penalty, or 'r<at>' to give back `cost` charged at script time `at`.
--- Each policy reads its state once. One policy writes as it decides; several hold their writes
--- back and run them only when all admit, so a rejection anywhere consumes nothing anywhere. An
+-- One policy decides and writes in a single pass; several first look without writing, and
+-- consume from all only when all admit, so a rejection anywhere consumes nothing anywhere: the
+-- consume reads each state as the look left it in STATES, not from Redis again. An
 -- identity in a policy's box is refused by it until the box ends; a consume refused by a
 -- policy with a box puts the identity in it.
 local function decide(key, arg, count, cost, now, mode, reply, out)
@@ -56,52 +73,39 @@ local function decide(key, arg, count, cost, now, mode, reply, out)
     return boxes - key
   end
   local apply = mode == '1'
-  local writes = nil
-  if apply and count > 1 then writes = {} end
-  reply[out] = 1
-  for i = 0, count - 1 do
-    local a = arg + 4 * i
-    local box_ms = tonumber(ARGV[a + 3])
-    local box, held = nil, 0
-    if box_ms > 0 then
-      -- The box holds the time it ends, on the scripts' clock, like every other state.
-      box, boxes = KEYS[boxes], boxes + 1
-      local ends = tonumber(redis.call('GET', box))
-      if ends then held = ends - now end
-    end
-    local allowed, remaining, reset, retry = ALGORITHMS[ARGV[a]](KEYS[key + i],
-      tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), cost, now, apply and held <= 0, writes)
-    -- A retry of -1 (a cost over the limit) stays: no wait admits it.
-    if held > 0 then
-      -- In the box: refused until it ends, and nothing consumed.
-      allowed, remaining, reset = 0, 0, math.max(reset, held)
-      if retry >= 0 then retry = math.max(retry, held) end
-    elseif allowed == 0 and apply and box then
-      redis.call('SET', box, string.format('%d', now + box_ms), 'PX', box_ms)
-      reset = math.max(reset, box_ms)
-      if retry >= 0 then retry = math.max(retry, box_ms) end
-    end
-    if allowed == 0 then reply[out] = 0 end
-    local o = out + 1 + 4 * i
-    reply[o], reply[o + 1], reply[o + 2], reply[o + 3] = allowed, remaining, reset, retry
-  end
-  if writes then
-    if reply[out] == 1 then
-      for _, command in ipairs(writes) do redis.call(unpack(command)) end
-    else
-      -- Nothing was consumed: the policies that admitted report their state as it stands, which
-      -- is what they decided on before their held-back writes.
-      for i = 0, count - 1 do
-        local o = out + 1 + 4 * i
-        if reply[o] == 1 then
-          local a = arg + 4 * i
-          reply[o], reply[o + 1], reply[o + 2], reply[o + 3] = ALGORITHMS[ARGV[a]](KEYS[key + i],
-            tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), cost, now, false)
-        end
+  local consume = apply and count == 1
+  while true do
+    reply[out] = 1
+    local b = key + count
+    for i = 0, count - 1 do
+      local a = arg + 4 * i
+      local box_ms = tonumber(ARGV[a + 3])
+      local box, held = nil, 0
+      if box_ms > 0 then
+        -- The box holds the time it ends, on the scripts' clock, like every other state.
+        box, b = KEYS[b], b + 1
+        local ends = tonumber(redis.call('GET', box))
+        if ends then held = ends - now end
       end
+      local allowed, remaining, reset, retry =
+        ALGORITHMS[ARGV[a]](KEYS[key + i], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), cost, now, consume and held <= 0)
+      -- A retry of -1 (a cost over the limit) stays: no wait admits it.
+      if held > 0 then
+        -- In the box: refused until it ends, and nothing consumed.
+        allowed, remaining, reset = 0, 0, math.max(reset, held)
+        if retry >= 0 then retry = math.max(retry, held) end
+      elseif allowed == 0 and apply and box then
+        redis.call('SET', box, string.format('%d', now + box_ms), 'PX', box_ms)
+        reset = math.max(reset, box_ms)
+        if retry >= 0 then retry = math.max(retry, box_ms) end
+      end
+      if allowed == 0 then reply[out] = 0 end
+      local o = out + 1 + 4 * i
+      reply[o], reply[o + 1], reply[o + 2], reply[o + 3] = allowed, remaining, reset, retry
     end
+    if consume or not apply or reply[out] == 0 then return b - key end
+    consume = true
   end
-  return boxes - key
 end
 
 -- The fixed-point units of the rate algorithms, the twin of scale in src/algorithms/fixed-point.ts:

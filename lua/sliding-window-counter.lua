@@ -4,11 +4,11 @@
 -- State "<window_index> <current> <previous>". The previous window counts for the requests of it
 -- the sliding window still overlaps, rounded up to whole ones: compared with whole requests, that
 -- decides exactly as the weighted sum would, and mul_div forms no product of limit and window.
-ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, apply, writes)
+ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, apply)
   local absolute = now + EPOCH_MS
   local index = math.floor(absolute / window)
   local current, previous = 0, 0
-  local state = redis.call('GET', key)
+  local state = read_state(key)
   if state then
     local stored, c, p = string.match(state, '^(%d+) (%d+) (%d+)$')
     stored = tonumber(stored)
@@ -39,7 +39,7 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   local remaining = math.max(0, limit - current - weighted)
   if allowed == 1 then
     if apply then
-      write(writes, 'SET', key, string.format('%d %d %d', index, current, previous), 'PX', reset)
+      save_state(key, string.format('%d %d %d', index, current, previous), reset)
     end
     return 1, remaining, reset, 0
   end
@@ -60,7 +60,7 @@ ADJUSTMENTS['sliding-window-counter'] = function(key, limit, window, amount, now
   local absolute = now + EPOCH_MS
   local index = math.floor(absolute / window)
   local current, previous = 0, 0
-  local state = redis.call('GET', key)
+  local state = read_state(key)
   if state then
     local stored, c, p = string.match(state, '^(%d+) (%d+) (%d+)$')
     stored = tonumber(stored)
@@ -86,8 +86,8 @@ ADJUSTMENTS['sliding-window-counter'] = function(key, limit, window, amount, now
   local reset = ends_in
   if current > 0 then reset = ends_in + window end
   if current == 0 and previous == 0 then
-    redis.call('DEL', key)
+    drop_state(key)
   else
-    redis.call('SET', key, string.format('%d %d %d', index, current, previous), 'PX', reset)
+    save_state(key, string.format('%d %d %d', index, current, previous), reset)
   end
 end

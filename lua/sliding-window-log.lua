@@ -3,10 +3,9 @@
 --
 -- Scores are times; members are "<time>:<sequence>" so that requests sharing a millisecond stay
 -- distinct. Only admitted requests are recorded.
--- Records `cost` admitted requests at `now`, behind `used` live ones, and sets the key's expiry,
--- by commands run now or kept in `writes` (see `write`). Returns the ms until the newest entry
--- leaves the window.
-local function record_log(key, window, cost, now, used, writes)
+-- Records `cost` admitted requests at `now`, behind `used` live ones, and sets the key's expiry.
+-- Returns the ms until the newest entry leaves the window.
+local function record_log(key, window, cost, now, used)
   -- Members at one time are numbered 1..n; they leave the window together, so numbering on
   -- from the count at `now` keeps them unique. Only a clock that stepped back leaves entries
   -- newer than now, which then also set the expiry.
@@ -21,21 +20,21 @@ local function record_log(key, window, cost, now, used, writes)
     batch[#batch + 1] = now
     batch[#batch + 1] = string.format('%d:%d', now, sequence + i)
     if #batch == 1000 or i == cost then
-      write(writes, 'ZADD', key, unpack(batch))
+      redis.call('ZADD', key, unpack(batch))
       batch = {}
     end
   end
   local reset = newest + window - now
-  write(writes, 'PEXPIRE', key, reset)
+  redis.call('PEXPIRE', key, reset)
   return reset
 end
 
-ALGORITHMS['sliding-window-log'] = function(key, limit, window, cost, now, apply, writes)
+ALGORITHMS['sliding-window-log'] = function(key, limit, window, cost, now, apply)
   -- Dropping expired entries changes no decision, so it is safe even when nothing is consumed.
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   local used = redis.call('ZCARD', key)
   if used + cost <= limit and apply then
-    local reset = record_log(key, window, cost, now, used, writes)
+    local reset = record_log(key, window, cost, now, used)
     return 1, math.max(0, limit - used - cost), reset, 0
   end
   local reset = 0

@@ -6,13 +6,13 @@
 -- become a whole token stays in the level; it is never thrown away by resetting the refill
 -- clock, which would starve slow rates (10/min called every 5 s would earn a token every 10 s
 -- instead of every 6 s). `updated_at` and `t` count steps.
-ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply, writes)
+ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply)
   local token, rate, step = scale(limit, window)
   local t = math.floor(now / step)
   local capacity = limit * token
   local level = capacity
   local updated = t
-  local state = redis.call('GET', key)
+  local state = read_state(key)
   if state then
     -- The level is below zero only after a penalty took more than was left.
     local stored, at = string.match(state, '^(%-?%d+) (%-?%d+)$')
@@ -31,7 +31,7 @@ ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply, writ
     return 0, math.max(0, math.floor(level / token)), full, retry
   end
   if apply then
-    write(writes, 'SET', key, string.format('%d %d', level, updated), 'PX', full)
+    save_state(key, string.format('%d %d', level, updated), full)
   end
   return 1, math.floor(level / token), full, 0
 end
@@ -43,7 +43,7 @@ ADJUSTMENTS['token-bucket'] = function(key, limit, window, amount, now, at)
   local t = math.floor(now / step)
   local capacity = limit * token
   local level, updated = capacity, t
-  local state = redis.call('GET', key)
+  local state = read_state(key)
   if state then
     local stored, last = string.match(state, '^(%-?%d+) (%-?%d+)$')
     last = tonumber(last)
@@ -53,8 +53,8 @@ ADJUSTMENTS['token-bucket'] = function(key, limit, window, amount, now, at)
   level = math.min(capacity, level - amount * token)
   local full = ms_after(math.ceil((capacity - level) / rate), t, step, now)
   if full <= 0 then
-    redis.call('DEL', key)
+    drop_state(key)
   else
-    redis.call('SET', key, string.format('%d %d', level, updated), 'PX', full)
+    save_state(key, string.format('%d %d', level, updated), full)
   end
 end

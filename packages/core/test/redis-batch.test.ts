@@ -72,6 +72,22 @@ describe('batching on Redis', () => {
     expect(hour).toMatchObject({ policy: 'pro-hour', remaining: 2 });
   });
 
+  it('reads a key once in a batch that decides its identity several times', async () => {
+    const { limiter, admin } = await setup({ limit: 50, window: '1h' });
+    const decisions = await Promise.all(
+      Array.from({ length: 10 }, () => limiter.consume('hot-client')),
+    );
+    expect(decisions.map((d) => d.remaining)).toEqual([49, 48, 47, 46, 45, 44, 43, 42, 41, 40]);
+    const info = await admin.info('commandstats');
+    const of = (command: string) =>
+      Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+    expect({ evalsha: of('evalsha'), get: of('get'), set: of('set') }).toEqual({
+      evalsha: 1,
+      get: 1,
+      set: 10,
+    });
+  });
+
   it('decides a peek in a batch without consuming', async () => {
     const { limiter } = await setup({ limit: 3, window: '1h' });
     const [first, peek, second] = await Promise.all([
