@@ -1,6 +1,7 @@
 // Several policies at once: one call checks them all and consumes from all or from none.
 import { describe, expect, it } from 'vitest';
 import { uniquePrefix } from '../../../test/harness/clients.ts';
+import { commandCalls } from '../../../test/harness/connection-checks.ts';
 import { clientOf, owned, ownServer } from '../../../test/harness/own-redis.ts';
 import { failOnError } from '../../../test/harness/store-errors.ts';
 import { createLimiter, type PolicyOptions } from '../src/index.ts';
@@ -118,11 +119,9 @@ describe('several policies on Redis', () => {
     );
     await limiter.peek('warm-up');
     const counts = async () => {
-      const info = await admin.info('commandstats');
+      const [get, set] = [await commandCalls([admin], 'get'), await commandCalls([admin], 'set')];
       await admin.config('RESETSTAT');
-      const of = (command: string) =>
-        Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
-      return { get: of('get'), set: of('set') };
+      return { get, set };
     };
     await admin.config('RESETSTAT');
     for (let i = 0; i < 2; i++) {

@@ -2,6 +2,7 @@
 // all-or-nothing, with the default options.
 import { describe, expect, it } from 'vitest';
 import { uniquePrefix } from '../../../test/harness/clients.ts';
+import { commandCalls } from '../../../test/harness/connection-checks.ts';
 import { clientOf, owned, ownServer } from '../../../test/harness/own-redis.ts';
 import { failOnError } from '../../../test/harness/store-errors.ts';
 import { createLimiter, type LimiterOptions } from '../src/index.ts';
@@ -78,10 +79,8 @@ describe('batching on Redis', () => {
       Array.from({ length: 10 }, () => limiter.consume('hot-client')),
     );
     expect(decisions.map((d) => d.remaining)).toEqual([49, 48, 47, 46, 45, 44, 43, 42, 41, 40]);
-    const info = await admin.info('commandstats');
-    const of = (command: string) =>
-      Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
-    expect({ evalsha: of('evalsha'), get: of('get'), set: of('set') }).toEqual({
+    const of = (command: string) => commandCalls([admin], command);
+    expect({ evalsha: await of('evalsha'), get: await of('get'), set: await of('set') }).toEqual({
       evalsha: 1,
       get: 1,
       set: 10,
