@@ -79,17 +79,6 @@ export interface RefundOptions {
   cost?: number;
 }
 
-/**
- * What an admitted consume took, kept beside its decision for a refund: the request (its keys,
- * policies and cost) and the Unix ms the store charged it at.
- */
-interface Charge {
-  readonly request: IdentityRequest;
-  readonly at: number | undefined;
-  /** Units not given back yet. */
-  left: number;
-}
-
 export function createLimiter(options: LimiterOptions): Limiter {
   const resolved = resolveOptions(options);
   // Last, once every option is known good: it may open a connection.
@@ -262,7 +251,10 @@ function answered(
   if (parts.health?.anyDown) parts.health.answered(serverOf(parts, request));
   const decision = toDecision(plan, reply);
   if (request.apply && decision.allowed) {
-    LimiterDecision.keep(decision, { request, at: reply.at, left: request.cost } satisfies Charge);
+    // The request is the charge: its keys, policies and cost, and when the store charged it.
+    request.chargedAt = reply.at;
+    request.left = request.cost;
+    LimiterDecision.keep(decision, request);
   }
   if (startedAt === undefined) return decision;
   return observed(parts, request, decision, performance.now() - startedAt);
@@ -402,10 +394,10 @@ async function refund(parts: Parts, key: string, options: RefundOptions): Promis
   const { decision, cost } = options;
   checkObject(decision, 'decision', 'the decision consume resolved with');
   if (cost !== undefined) checkPositiveInteger(cost, 'cost');
-  const charge = LimiterDecision.chargeOf(decision) as Charge | undefined;
+  const charge = LimiterDecision.chargeOf(decision) as IdentityRequest | undefined;
   // A decision that consumed nothing, or whose store cannot say when it charged, has nothing to give.
-  if (charge === undefined || charge.left === 0 || charge.at === undefined) return false;
-  const { identity, layout } = charge.request;
+  if (charge === undefined || charge.left === 0 || charge.chargedAt === undefined) return false;
+  const { identity, layout } = charge;
   if (storageIdentity(key) !== identity) {
     fail('key', 'is not the key the decision was made for');
   }
@@ -413,7 +405,7 @@ async function refund(parts: Parts, key: string, options: RefundOptions): Promis
   // Taken off first, so that a second refund racing this one gives back no more than is left.
   charge.left -= amount;
   const request = new IdentityRequest(identity, layout, amount, false, parts.clock?.());
-  request.adjust = { kind: 'refund', at: charge.at };
+  request.adjust = { kind: 'refund', at: charge.chargedAt };
   try {
     await adjust(parts, request);
   } catch (error) {

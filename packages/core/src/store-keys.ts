@@ -39,6 +39,12 @@ export class IdentityRequest implements StoreRequest {
   sentAt = Number.NaN;
   /** A penalty or a refund in place of a decision. */
   adjust: StoreRequest['adjust'] = undefined;
+  /**
+   * Once an admitted consume's decision keeps it for a refund: the Unix ms the store charged it
+   * at (undefined from a store that cannot say), and the units not given back yet.
+   */
+  chargedAt: number | undefined = undefined;
+  left = 0;
   #keys: readonly string[] | undefined;
 
   constructor(
