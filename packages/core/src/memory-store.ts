@@ -64,7 +64,7 @@ export class MemoryStore implements Store {
   #size = 0;
   /** Reused by every evaluation: evaluate is synchronous, so one at a time uses them. */
   readonly #input: PolicyInput = { limit: 0, windowMs: 0, cost: 0, now: 0, apply: false };
-  readonly #slot: Slot<KeyState> = { state: undefined };
+  readonly #slot: Slot<KeyState> = { state: undefined, spare: undefined };
   readonly #maxKeys: number;
   /** Where eviction goes on from, or undefined to start at the oldest: see #evict. */
   #hand: MapIterator<Entry> | undefined;
@@ -74,6 +74,13 @@ export class MemoryStore implements Store {
   #first: Entry | undefined;
   /** The entry of the identity last evicted, if it had one key: the next new key reuses it. */
   #spare: Entry | undefined;
+  /**
+   * The state of the key whose entry went to a new key last, and that key's namespace: the
+   * algorithm's twin fills it in for the next new key of that namespace, so of that algorithm.
+   * Keys filed whole share the empty namespace whatever their algorithm, and never pass a state on.
+   */
+  #spareState: KeyState | undefined;
+  #spareNamespace: string | undefined;
   readonly #sweeper: NodeJS.Timeout;
   /** Requests' clock minus the real one: keys expire on the clock their requests carry. */
   #clockOffset = 0;
@@ -147,6 +154,8 @@ export class MemoryStore implements Store {
     this.#hand = undefined;
     this.#first = undefined;
     this.#spare = undefined;
+    this.#spareState = undefined;
+    this.#spareNamespace = undefined;
   }
 
   /**
@@ -194,9 +203,18 @@ export class MemoryStore implements Store {
       input.windowMs = policy.windowMs;
       input.apply = consume && held <= 0;
       slot.state = entry?.state;
+      if (entry === undefined && namespaces[i] === this.#spareNamespace) {
+        slot.spare = this.#spareState;
+      }
       const outcome = evaluators[policy.algorithm](input, slot);
       const next = slot.state;
+      if (next !== undefined && next === slot.spare) {
+        // Taken: no other key may have it.
+        this.#spareState = undefined;
+        this.#spareNamespace = undefined;
+      }
       slot.state = undefined;
+      slot.spare = undefined;
       if (next === undefined) {
         if (entry !== undefined) this.#remove(identity, entry);
       } else if (entry !== undefined) {
@@ -319,6 +337,10 @@ export class MemoryStore implements Store {
     } else {
       // Recycled: under a flood every new key evicts one, and its entry would be old garbage.
       this.#spare = undefined;
+      if (entry.namespace !== '') {
+        this.#spareState = entry.state;
+        this.#spareNamespace = entry.namespace;
+      }
       entry.identity = identity;
       entry.namespace = namespace;
       entry.state = state;

@@ -85,6 +85,43 @@ describe.each(ALGORITHMS)('a MemoryStore running %s', (algorithm) => {
     expect((await limiter.peek('flood-0')).remaining).toBe(1000);
   });
 
+  it("keeps each key's figures through a flood evicting the keys of two algorithms in turn", async () => {
+    const clock = manualClock();
+    const store = memoryStore({ maxKeys: 4 });
+    const limiter = limiterOver(store, { limit: 5, window: '1h', algorithm, clock: clock.now });
+    // Another algorithm's keys take turns with these, and an evicted key's state is passed on.
+    const otherAlgorithm = algorithm === 'gcra' ? 'token-bucket' : 'gcra';
+    const other = limiterOver(store, { limit: 7, window: '1h', algorithm: otherAlgorithm });
+    const cost = (i: number) => 1 + (i % 3);
+    for (let i = 0; i < 40; i++) {
+      expect((await limiter.consume(`user-${i}`, { cost: cost(i) })).remaining).toBe(5 - cost(i));
+      expect((await other.consume(`other-${i}`)).remaining).toBe(6);
+    }
+    expect(store.size).toBe(4);
+    // The four kept, each as its own consumes left it, and each changed alone.
+    for (const i of [38, 39]) {
+      expect((await limiter.consume(`user-${i}`)).remaining).toBe(5 - cost(i) - 1);
+      expect((await other.consume(`other-${i}`)).remaining).toBe(5);
+    }
+    expect((await limiter.peek('user-38')).remaining).toBe(5 - cost(38) - 1);
+    expect((await other.peek('other-38')).remaining).toBe(5);
+  });
+
+  it("passes an evicted key's state on to one new key only", async () => {
+    const clock = manualClock();
+    const store = memoryStore({ maxKeys: 2 });
+    const limiter = limiterOver(store, { limit: 5, window: '1h', algorithm, clock: clock.now });
+    for (const key of ['a', 'b', 'c']) await limiter.consume(key);
+    // 'c' took the entry of 'a', whose state is now spare. Then room for two new keys that
+    // evict nothing: the spare state may go to the first of them only.
+    await limiter.reset('b');
+    await limiter.reset('c');
+    expect((await limiter.consume('d', { cost: 2 })).remaining).toBe(3);
+    expect((await limiter.consume('e')).remaining).toBe(4);
+    expect((await limiter.peek('d')).remaining).toBe(3);
+    expect((await limiter.peek('e')).remaining).toBe(4);
+  });
+
   it('reads a key past its expiry as absent and drops it', async () => {
     const clock = manualClock();
     const store = memoryStore();

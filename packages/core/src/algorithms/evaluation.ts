@@ -24,6 +24,12 @@ export interface KeyState {
  */
 export interface Slot<S extends KeyState> {
   state: S | undefined;
+  /**
+   * A state of this key's kind that the store holds no more: a twin that creates a state fills
+   * this one rather than allocating. Under a flood every new key evicts one, and new objects
+   * would outlive young collections and die old, which costs the most to collect.
+   */
+  spare: S | undefined;
 }
 
 /** One algorithm's evaluation of one policy, the twin of its Lua function. */

@@ -26,12 +26,14 @@ export const fixedWindow: Evaluate<FixedWindowState> = (
     if (apply) {
       used += cost;
       const expiresAt = now + endsIn;
-      if (state === undefined) {
+      const into = state ?? slot.spare;
+      if (into === undefined) {
         slot.state = { index, used, expiresAt };
       } else {
-        state.index = index;
-        state.used = used;
-        state.expiresAt = expiresAt;
+        into.index = index;
+        into.used = used;
+        into.expiresAt = expiresAt;
+        slot.state = into;
       }
     }
     return used === 0 ? admitted(limit, 0) : admitted(limit - used, endsIn);

@@ -34,12 +34,14 @@ export const gcra: Evaluate<GcraState> = ({ limit, windowMs, cost, now, apply },
   if (apply) {
     const tat = t + Math.floor(debt / rate);
     const fraction = debt % rate;
-    if (state === undefined) {
+    const into = state ?? slot.spare;
+    if (into === undefined) {
       slot.state = { tat, fraction, expiresAt: now + due };
     } else {
-      state.tat = tat;
-      state.fraction = fraction;
-      state.expiresAt = now + due;
+      into.tat = tat;
+      into.fraction = fraction;
+      into.expiresAt = now + due;
+      slot.state = into;
     }
   }
   return admitted(Math.max(0, Math.floor((capacity - debt) / token)), due);

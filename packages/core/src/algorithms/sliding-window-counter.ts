@@ -44,13 +44,15 @@ export const slidingWindowCounter: Evaluate<SlidingWindowCounterState> = (
   if (allowed) {
     if (apply) {
       const expiresAt = now + reset;
-      if (state === undefined) {
+      const into = state ?? slot.spare;
+      if (into === undefined) {
         slot.state = { index, current, previous, expiresAt };
       } else {
-        state.index = index;
-        state.current = current;
-        state.previous = previous;
-        state.expiresAt = expiresAt;
+        into.index = index;
+        into.current = current;
+        into.previous = previous;
+        into.expiresAt = expiresAt;
+        slot.state = into;
       }
     }
     return admitted(remaining, reset);

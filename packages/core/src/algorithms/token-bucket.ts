@@ -38,12 +38,14 @@ export const tokenBucket: Evaluate<TokenBucketState> = (
     return rejected(Math.max(0, Math.floor(level / token)), full, retry);
   }
   if (apply) {
-    if (state === undefined) {
+    const into = state ?? slot.spare;
+    if (into === undefined) {
       slot.state = { level, updatedAt: updated, expiresAt: now + full };
     } else {
-      state.level = level;
-      state.updatedAt = updated;
-      state.expiresAt = now + full;
+      into.level = level;
+      into.updatedAt = updated;
+      into.expiresAt = now + full;
+      slot.state = into;
     }
   }
   return admitted(Math.floor(level / token), full);
