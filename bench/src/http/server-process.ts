@@ -15,6 +15,7 @@ export interface ServerProcess {
 
 const BENCH_DIR = fileURLToPath(new URL('../../', import.meta.url));
 const SERVER = fileURLToPath(new URL('server.ts', import.meta.url));
+const PUBLISHED = fileURLToPath(new URL('../lib/published-sentinel.mjs', import.meta.url));
 const STARTUP_MS = 60_000;
 
 /** The numbers the server prints: its port once it listens, its failures as it stops. */
@@ -39,7 +40,8 @@ export async function startServer(
   variant: Variant,
   redisUrl: string,
 ): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SERVER, framework, variant, redisUrl], {
+  const args = ['--import', 'tsx', '--import', PUBLISHED, SERVER, framework, variant, redisUrl];
+  const child = spawn(process.execPath, args, {
     cwd: BENCH_DIR,
     stdio: ['ignore', 'pipe', 'inherit'],
   });

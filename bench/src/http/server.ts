@@ -1,5 +1,5 @@
 // One server under load, in a process of its own:
-//   node --import tsx server.ts <framework> <variant> <redis-url>
+//   node --import tsx --import ./src/lib/published-sentinel.mjs src/http/server.ts <framework> <variant> <redis-url>
 // It prints `listening <port>` once it accepts connections; on SIGTERM or SIGINT it prints
 // `failures <n>`, the failures Sentinel reported, and closes.
 import { sentinelFailures } from './sentinel-options.ts';

@@ -1,6 +1,6 @@
 // One memory-store contender in a process of its own, so that its heap is its own: sequential
 // awaited decisions over a set of keys, then the heap after a full collection, as one JSON line.
-// node --expose-gc --import tsx contender.ts <contender> '[{"mode":"cycle","keys":10000,"ms":3000}]'
+// node --expose-gc --import tsx --import ./src/lib/published-sentinel.mjs src/memory-store/contender.ts <contender> '[{"mode":"cycle","keys":10000,"ms":3000}]'
 import { createLimiter, MemoryStore as SentinelMemoryStore } from '@sentinel/core';
 import { prometheusMetrics } from '@sentinel/core/prometheus';
 import { MemoryStore as ErlMemoryStore, type Options } from 'express-rate-limit';

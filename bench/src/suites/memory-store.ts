@@ -24,6 +24,7 @@ import {
 const run = promisify(execFile);
 const BENCH_DIR = fileURLToPath(new URL('../../', import.meta.url));
 const SCRIPT = fileURLToPath(new URL('../memory-store/contender.ts', import.meta.url));
+const PUBLISHED = fileURLToPath(new URL('../lib/published-sentinel.mjs', import.meta.url));
 
 const LABELS: Record<ContenderName, string> = {
   sentinel: 'Sentinel (default store)',
@@ -38,7 +39,7 @@ const PEERS = ['express-rate-limit', 'rate-limiter-flexible'] as const;
 async function child(name: ContenderName, runs: readonly RunSpec[]): Promise<ContenderResult[]> {
   const { stdout } = await run(
     process.execPath,
-    ['--expose-gc', '--import', 'tsx', SCRIPT, name, JSON.stringify(runs)],
+    ['--expose-gc', '--import', 'tsx', '--import', PUBLISHED, SCRIPT, name, JSON.stringify(runs)],
     { cwd: BENCH_DIR, maxBuffer: 1 << 20 },
   );
   return stdout
@@ -188,7 +189,7 @@ export async function memoryStore(config: BenchConfig): Promise<SuiteReport> {
 
   return {
     title: 'Memory store',
-    method: `Sequential \`await\` of one decision at a time, cycling over ${rate(small)} and over ${rate(large)} keys after one untimed pass that creates them all, for ${config.seconds} s per contender and round, ${config.rounds} rounds alternating; then a flood of ${rate(large)} distinct keys, each used once. Sentinel is \`createLimiter({ limit: ${LIMIT}, window: '1d', algorithm: 'token-bucket' })\` with the store a user gets by default, the process's shared MemoryStore with maxKeys 100,000: at ${rate(large)} keys it holds the 100k used last and evicts the rest, so every decision there creates a key. A second Sentinel row passes \`new MemoryStore({ maxKeys: 1_000_000 })\` to show what holding them all costs; another, at ${rate(small)} keys, adds \`observe: prometheusMetrics(new Registry())\`, to show what observing every decision costs. The peers are express-rate-limit's MemoryStore (\`await increment(key)\`, a fixed-window counter) and rate-limiter-flexible's RateLimiterMemory (\`await consume(key)\`), with the same limit and window, which no run comes near: every decision admits. Each contender runs in a child process of its own (\`node --expose-gc\` via tsx), a fresh one per round, and reports \`process.memoryUsage().heapUsed\` after two \`gc()\` calls at the end of its run, its store still reachable; an idle process holds about 8 MB.`,
+    method: `Sequential \`await\` of one decision at a time, cycling over ${rate(small)} and over ${rate(large)} keys after one untimed pass that creates them all, for ${config.seconds} s per contender and round, ${config.rounds} rounds alternating; then a flood of ${rate(large)} distinct keys, each used once. Sentinel is \`createLimiter({ limit: ${LIMIT}, window: '1d', algorithm: 'token-bucket' })\` with the store a user gets by default, the process's shared MemoryStore with maxKeys 100,000: at ${rate(large)} keys it holds the 100k used last and evicts the rest, so every decision there creates a key. A second Sentinel row passes \`new MemoryStore({ maxKeys: 1_000_000 })\` to show what holding them all costs; another, at ${rate(small)} keys, adds \`observe: prometheusMetrics(new Registry())\`, to show what observing every decision costs. The peers are express-rate-limit's MemoryStore (\`await increment(key)\`, a fixed-window counter) and rate-limiter-flexible's RateLimiterMemory (\`await consume(key)\`), with the same limit and window, which no run comes near: every decision admits. Each contender runs in a child process of its own (\`node --expose-gc\`), a fresh one per round, and reports \`process.memoryUsage().heapUsed\` after two \`gc()\` calls at the end of its run, its store still reachable; an idle process holds about 8 MB.`,
     columns: ['run', 'contender', 'decisions/s', 'Sentinel ÷', 'heap', 'admitted'],
     rows,
     ratios,
