@@ -166,6 +166,32 @@ describe('a call whose deadline has passed', () => {
   });
 });
 
+describe('the deadline timer', () => {
+  it('gives each call up once its own deadline has passed, not on a later tick', async () => {
+    const server = await ownServer();
+    const client = await readyClient(server, RECOMMENDED);
+    // A long timeout, so that a timer ticking at a fraction of it (as a periodic one would, a
+    // fifth of it apart) shows as hundreds of ms late for calls sent between its ticks.
+    const timeout = 2_000;
+    const { warmUp, limiter, errors } = limiterOn(client, { timeout, breaker: false });
+    await warmUp();
+
+    server.pause();
+    const waits: Promise<{ value: Decision; ms: number }>[] = [];
+    for (let i = 0; i < 5; i++) {
+      waits.push(timed(limiter.consume(`user-${i}`)));
+      await sleep(90);
+    }
+    for (const { value, ms } of await Promise.all(waits)) {
+      expect(value.degraded).toBe('allow');
+      // Typically a millisecond or two past the deadline; the bound is a hundred times that.
+      expect(ms).toBeGreaterThanOrEqual(timeout - 5);
+      expect(ms).toBeLessThan(timeout + 200);
+    }
+    expect(errors.map((error) => error.code)).toEqual(Array(5).fill('STORE_TIMEOUT'));
+  });
+});
+
 describe('a silence shorter than the timeout', () => {
   const PAUSE_MS = 120;
   const TIMEOUT_MS = 200;

@@ -72,7 +72,14 @@ export class RedisStore implements Store {
   #everReady: boolean;
   /** The first connection's wait has passed: until it comes up, calls fail at once. */
   #connectWaitOver = false;
+  /**
+   * Wakes the deadline check when the first call in flight might be overdue, were the process
+   * to wait for Redis until then, and at least every `timeout` while calls are in flight: a
+   * call gives up as soon as it may, not on the next tick of a periodic timer. It wakes at
+   * `#timerAt`, in performance.now() ms.
+   */
   #timer: NodeJS.Timeout | undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
   /** A deadline check waits in the event loop's check phase. */
   #checkQueued = false;
   readonly #onReady = (): void => {
@@ -189,10 +196,9 @@ export class RedisStore implements Store {
         return;
       }
       this.#pending.push(call);
-      if (this.#timer === undefined) {
-        this.#timer = setInterval(this.#tick, Math.max(5, Math.floor(this.#timeout / 5)));
-        this.#timer.unref();
-      }
+      // No call can be overdue before its deadline, `timeout` at least, has passed; an armed
+      // timer wakes within `timeout` of its arming, so before this call can be due.
+      if (this.#timer === undefined) this.#arm(performance.now() + this.#timeout);
     });
   }
 
@@ -242,6 +248,7 @@ export class RedisStore implements Store {
     const pending = this.#pending;
     let kept = 0;
     let suspects = false;
+    let due = Number.POSITIVE_INFINITY;
     for (const call of pending) {
       if (call.settled) continue;
       const failure = this.#overdue(call, now, listening);
@@ -255,12 +262,45 @@ export class RedisStore implements Store {
       }
       call.suspect = failure !== undefined;
       suspects ||= call.suspect;
+      if (!call.suspect) due = Math.min(due, this.#dueAt(call, now, listening));
       pending[kept++] = call;
     }
     pending.length = kept;
     if (suspects) this.#tick();
     else if (kept === 0) this.#stopTimer();
+    else this.#arm(Math.min(due, now + this.#timeout));
   };
+
+  readonly #wake = (): void => {
+    this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+    this.#tick();
+  };
+
+  /** Wakes the deadline check at `at` (performance.now() ms), unless it wakes earlier. */
+  #arm(at: number): void {
+    if (this.#timerAt <= at) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timerAt = at;
+    // Timers fire on whole milliseconds, never early: one that found nothing due re-arms.
+    this.#timer = setTimeout(this.#wake, Math.max(0, Math.ceil(at - performance.now())));
+    this.#timer.unref();
+  }
+
+  /**
+   * The earliest time (performance.now() ms) at which #overdue could fail a call that it does
+   * not fail now: when its silence would reach its deadline were the process to do nothing but
+   * wait for Redis until then, or its backstop passes, and never before it may give up.
+   */
+  #dueAt(call: RedisCall, now: number, listening: number): number {
+    const { node, sent } = call;
+    if (node === undefined || sent === undefined) return call.calledAt + this.#connectTimeout;
+    if (node.down || !this.#client.isReady()) return sent.mayGiveUpAt;
+    const silence = listening - Math.max(sent.listening, node.heardListening);
+    const silentAt = now + Math.max(0, sent.deadline - silence);
+    const backstopAt = Math.max(sent.at, node.heardAt) + this.#backstop;
+    return Math.max(sent.mayGiveUpAt, Math.min(silentAt, backstopAt));
+  }
 
   /**
    * Why a call must give up now, if it must. Silence is measured from the later of the call's
@@ -294,8 +334,9 @@ export class RedisStore implements Store {
   }
 
   #stopTimer(): void {
-    if (this.#timer !== undefined) clearInterval(this.#timer);
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
   }
 }
 
