@@ -65,13 +65,14 @@ export class RedisCall implements ScriptCall {
       this.sent = { at, listening, mayGiveUpAt: at, deadline };
       return '';
     }
-    // Redis does nothing with the call once its clock reads past the deadline after the send,
-    // taking the latest reading its clock may have. The store waits as much longer as that
-    // reading is uncertain, so Redis has the whole deadline to run the call, and cannot run it
-    // after the store has given up.
-    const mayGiveUpAt = at + deadline + node.clock.uncertainty;
+    // Redis does nothing with the call once its clock reads past the earliest reading it may
+    // have at the deadline (in whole ms, less one: it compares whole ms), so the store may give
+    // up at the deadline, and Redis cannot run the call after that. Redis has the deadline less
+    // what this process does not know of its clock to run it, a millisecond or two; a call
+    // that reaches it too late is answered as such, with Redis's clock, and sent again.
+    const mayGiveUpAt = at + deadline;
     this.sent = { at, listening, mayGiveUpAt, deadline };
-    return String(Math.floor(node.clock.latest(at + deadline)));
+    return String(Math.floor(node.clock.earliest(mayGiveUpAt)) - 1);
   }
 
   // Counted from the first send: waiting for the first connection spends none of it.
