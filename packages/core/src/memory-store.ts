@@ -77,7 +77,7 @@ export class MemoryStore implements Store {
   /**
    * The state of the key whose entry went to a new key last, and that key's namespace: the
    * algorithm's twin fills it in for the next new key of that namespace, so of that algorithm.
-   * Keys filed whole share the empty namespace whatever their algorithm, and never pass a state on.
+   * Keys filed whole share the empty namespace whatever their algorithm: they pass none on.
    */
   #spareState: KeyState | undefined;
   #spareNamespace: string | undefined;
