@@ -7,7 +7,7 @@ import { latencies, percentile, sentBetween } from './load.ts';
 // typical figure, so that they catch a hang or a queue, not a slow machine:
 // - every HTTP response within 1 s (the slowest is typically 60 to 100 ms); a client that queued
 //   calls or waited on its reconnects would take longer;
-// - every failed decision reported within 600 ms (typically 55 to 85 ms): a lost connection
+// - every failed decision reported within 600 ms (typically 0 to 70 ms): a lost connection
 //   fails at once, and a call already sent when Redis died fails once the deadline has passed.
 const RESPONSE_BOUND_MS = 1_000;
 const DECISION_BOUND_MS = 600;

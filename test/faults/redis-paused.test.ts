@@ -10,7 +10,7 @@ import { identities, latencies, now, percentile, sentBetween, startLoad } from '
 
 // Bounds as in redis-killed.test.ts: ten times the typical figure, so that they catch a hang,
 // not a slow machine. A call sent to the paused Redis fails once the deadline has passed in
-// time this process spent waiting for it, typically 55 to 85 ms after it was made.
+// time this process spent waiting for it, typically 50 to 70 ms after it was made.
 const RESPONSE_BOUND_MS = 1_000;
 const DECISION_BOUND_MS = 600;
 
