@@ -2,8 +2,8 @@
 
 /**
  * The fastest the server's clock is taken to gain or lose on this process's, in ms per ms:
- * 200 ppm, ten times the error of a clock left to run on its own crystal, and more than NTP
- * corrects a clock by in the ordinary way.
+ * 200 ppm, ten times a typical crystal's error. A clock that was set, or slewed faster, shows
+ * as a reply outside the interval, which then starts anew.
  */
 const MAX_DRIFT = 2e-4;
 
