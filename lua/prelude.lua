@@ -19,8 +19,8 @@ local ADJUSTMENTS = {}
 -- The states this call has read or written, by key (false: none), so that a key is read from
 -- Redis once per call: by the look that decides several policies all-or-nothing and then by the
 -- consume, and by each request of a batch that decides the same identity. Every GET, SET and
--- DEL of a state key goes through these three, so the table always holds what Redis would
--- answer; keys do not expire while a script runs.
+-- DEL of a state or box key goes through these three, so the table always holds what Redis
+-- would answer; keys do not expire while a script runs.
 local STATES = {}
 
 local function read_state(key)
@@ -84,7 +84,7 @@ local function decide(key, arg, count, cost, now, mode, reply, out)
       if box_ms > 0 then
         -- The box holds the time it ends, on the scripts' clock, like every other state.
         box, b = KEYS[b], b + 1
-        local ends = tonumber(redis.call('GET', box))
+        local ends = tonumber(read_state(box))
         if ends then held = ends - now end
       end
       local allowed, remaining, reset, retry =
@@ -95,7 +95,7 @@ local function decide(key, arg, count, cost, now, mode, reply, out)
         allowed, remaining, reset = 0, 0, math.max(reset, held)
         if retry >= 0 then retry = math.max(retry, held) end
       elseif allowed == 0 and apply and box then
-        redis.call('SET', box, string.format('%d', now + box_ms), 'PX', box_ms)
+        save_state(box, string.format('%d', now + box_ms), box_ms)
         reset = math.max(reset, box_ms)
         if retry >= 0 then retry = math.max(retry, box_ms) end
       end
