@@ -8,6 +8,15 @@ import type { StoreReply } from './types.ts';
 /** The wall-clock backstop of a call, in multiples of `timeout`. */
 export const BACKSTOP_TIMEOUTS = 10;
 
+/**
+ * How much before its deadline a call plans to give up: a timer wakes up to a millisecond late
+ * and the silence is confirmed a turn of the event loop later, so a call planned for the
+ * deadline itself is answered a millisecond or two past it. 2 ms, or a fifth of a short timeout.
+ */
+export function giveUpLead(timeout: number): number {
+  return Math.min(2, timeout / 5);
+}
+
 /** One send of a call: when it went out, and the deadline it runs under. */
 export interface Send {
   /** performance.now() when it went out. */
@@ -60,7 +69,7 @@ export class RedisCall implements ScriptCall {
     const at = performance.now();
     this.firstSentAt ??= at;
     const listening = listeningTime();
-    const deadline = node.deadline(this.#timeout);
+    const deadline = node.deadline(this.#timeout) - giveUpLead(this.#timeout);
     if (!this.#expires) {
       this.sent = { at, listening, mayGiveUpAt: at, deadline };
       return '';
