@@ -49,3 +49,32 @@ local v = redis.call('GET', KEYS[1])
 redis.call('SET', KEYS[1], t[1], 'PX', 60000)
 return 1
 `;
+
+/**
+ * The least a token bucket on Redis's clock costs when it answers what rate-limit headers need:
+ * Sentinel's token-bucket arithmetic for one policy (level and refill time in one string, the
+ * refill kept exact) with nothing else: no batching, modes, penalty box, large-quota scaling or
+ * expiry against late calls. ARGV: limit, window in ms. Returns allowed, remaining, ms until
+ * full, ms until a retry may pass, and the clock. It shows how near to the floor any such script
+ * can come.
+ */
+export const MINIMAL_TOKEN_BUCKET_SCRIPT = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+local capacity = limit * window
+local level, updated = capacity, now
+local state = redis.call('GET', KEYS[1])
+if state then
+  local stored, at = string.match(state, '^(%d+) (%d+)$')
+  updated = math.max(now, tonumber(at))
+  level = math.min(capacity, tonumber(stored) + (updated - at) * limit)
+end
+if level < window then
+  return { 0, 0, math.ceil((capacity - level) / limit), math.ceil((window - level) / limit), now }
+end
+level = level - window
+local full = math.ceil((capacity - level) / limit)
+redis.call('SET', KEYS[1], string.format('%d %d', level, updated), 'PX', full)
+return { 1, math.floor(level / window), full, 0, now }
+`;

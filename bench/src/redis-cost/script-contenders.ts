@@ -6,7 +6,12 @@ import { scripts } from '@sentinel/core/internal';
 import type { Redis } from 'ioredis';
 import { RedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { FLOOR_SCRIPT, REFERENCE_SCRIPT, REFERENCE_SCRIPT_WITH_TIME } from '../reference-script.ts';
+import {
+  FLOOR_SCRIPT,
+  MINIMAL_TOKEN_BUCKET_SCRIPT,
+  REFERENCE_SCRIPT,
+  REFERENCE_SCRIPT_WITH_TIME,
+} from '../reference-script.ts';
 
 export type ContenderKind = 'sentinel' | 'floor' | 'reference' | 'baseline' | 'peer';
 
@@ -89,6 +94,12 @@ async function scriptSpecs(): Promise<ScriptSpec[]> {
       argv: ['', '1', '1', '', name, String(limit), String(windowMs), '0'],
     })),
     { name: 'floor', kind: 'floor', source: FLOOR_SCRIPT, argv: [] },
+    {
+      name: 'minimal token bucket',
+      kind: 'baseline',
+      source: MINIMAL_TOKEN_BUCKET_SCRIPT,
+      argv: [String(limit), String(windowMs)],
+    },
     {
       name: 'original design (client time)',
       kind: 'reference',
