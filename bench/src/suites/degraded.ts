@@ -426,12 +426,13 @@ function report(
     notes: [
       `Paused, Sentinel with its breaker: ${waitedNote('Sentinel')}. The rest were answered by the open breaker.`,
       `Paused, Sentinel with \`breaker: false\` (every call meets the deadline): ${waitedNote('Sentinel, breaker: false')}.`,
-      `Why a paused Redis can cost more than ${TIMEOUT} ms: a call gives up once Redis has been ` +
-        'silent for its deadline, when the timer set for the first call that may give up wakes ' +
-        '(timers wake on whole milliseconds), confirmed one loop turn later; silence counts only ' +
+      `Why a paused Redis can cost more than ${TIMEOUT} ms: a call plans to give up 2 ms before ` +
+        'the timeout, once Redis has been silent that long, when the timer set for the first call ' +
+        'that may give up wakes (on whole milliseconds, and later on a loaded machine, as the ' +
+        "peer's own timeout wrapper shows), confirmed one loop turn later; silence counts only " +
         'while the process waits for I/O, so a process kept busy waits longer; and the deadline ' +
         'stretches up to 2 × timeout while Redis has lately been slow to answer. ' +
-        '[Failure modes](../docs/failure-modes.md) gives 50 to 52 ms for the default with the ' +
+        '[Failure modes](../docs/failure-modes.md) gives 48 to 50 ms for the default with the ' +
         `process otherwise idle; the slowest here was ${ms(slowest)} ` +
         `(${times(slowest / TIMEOUT)} the timeout).`,
       `rate-limiter-flexible without a timeout wrapper waits as long as Redis is paused (calls ` +
