@@ -185,7 +185,7 @@ describe('the deadline timer', () => {
     }
     for (const { value, ms } of await Promise.all(waits)) {
       expect(value.degraded).toBe('allow');
-      // Typically a millisecond or two before the timeout; a periodic timer would be 400 ms late.
+      // Typically a millisecond or two before the timeout; a periodic timer could be 400 ms late.
       expect(ms).toBeGreaterThanOrEqual(timeout - 5);
       expect(ms).toBeLessThan(timeout + 200);
     }

@@ -67,7 +67,8 @@ local level, updated = capacity, now
 local state = redis.call('GET', KEYS[1])
 if state then
   local stored, at = string.match(state, '^(%d+) (%d+)$')
-  updated = math.max(now, tonumber(at))
+  at = tonumber(at)
+  updated = math.max(now, at)
   level = math.min(capacity, tonumber(stored) + (updated - at) * limit)
 end
 if level < window then

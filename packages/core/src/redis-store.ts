@@ -26,12 +26,12 @@ export interface RedisStoreOptions {
   /**
    * Milliseconds a call may wait while its Redis server sends nothing and this process is free
    * to hear it. The store gives up 2 ms sooner (a fifth sooner, for a timeout under 10 ms), so
-   * that a timer waking late still answers within it. Time spent running JavaScript does not count, so a burst that keeps the process
-   * busy is not taken for a silent Redis. While the server has lately kept the process waiting
-   * long for replies, as on a machine short of CPU, the deadline stretches up to twice this. A
-   * backstop of 10 × `timeout` in wall time still gives up on a hung Redis when the process
-   * never idles. Redis does nothing with a call that reaches it after its deadline, so a call
-   * given up on never consumes quota late.
+   * that a timer waking late still answers within it. Time spent running JavaScript does not
+   * count, so a burst that keeps the process busy is not taken for a silent Redis. While the
+   * server has lately kept the process waiting long for replies, as on a machine short of CPU,
+   * the deadline stretches up to twice this. A backstop of 10 × `timeout` in wall time still
+   * gives up on a hung Redis when the process never idles. Redis does nothing with a call that
+   * reaches it after its deadline, so a call given up on never consumes quota late.
    * @default 50
    */
   timeout?: number;
