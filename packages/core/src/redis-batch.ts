@@ -38,16 +38,25 @@ class BatchCall implements ScriptCall {
     return this.#members.every((m) => m.call.wanted);
   }
 
-  /** Marks every member sent; Redis drops the batch after the earliest member's expiry. */
+  /**
+   * Marks every member sent, all at one moment: the first member that writes reads the clocks,
+   * and so does the first that only looks; the others share the send of their kind. Redis drops
+   * the batch after the writers' expiry; a batch that only looks has none.
+   */
   sending(): string {
-    let earliest = '';
+    let writer: RedisCall | undefined;
+    let looker: RedisCall | undefined;
+    let expiry = '';
     for (const { call } of this.#members) {
-      const expiry = call.sending();
-      if (expiry !== '' && (earliest === '' || Number(expiry) < Number(earliest))) {
-        earliest = expiry;
+      if (call.expires) {
+        expiry = call.sendingWith(writer);
+        writer ??= call;
+      } else {
+        call.sendingWith(looker);
+        looker ??= call;
       }
     }
-    return earliest;
+    return expiry;
   }
 
   get sent(): Send | undefined {
@@ -108,8 +117,14 @@ export class RedisBatches {
       for (const member of members) member.settle(undefined);
       return;
     }
-    const keys = members.flatMap((m) => m.keys);
-    const args = ['', '', String(members.length), ...members.flatMap((m) => m.args)];
+    // Plain loops: flatMap and spreading took 8% of this process's time at 256 in flight, for
+    // arrays of a few hundred strings.
+    const keys: string[] = [];
+    const args = ['', '', String(members.length)];
+    for (const member of members) {
+      for (const key of member.keys) keys.push(key);
+      for (const arg of member.args) args.push(arg);
+    }
     evaluateScript(
       this.#client,
       node,

@@ -45,6 +45,8 @@ export class RedisCall implements ScriptCall {
   suspect = false;
   readonly #expires: boolean;
   readonly #timeout: number;
+  /** What the latest send returned: the expiry Redis checks, or '' for none. */
+  #expiry = '';
   readonly #resolve: (value: StoreReply) => void;
   readonly #reject: (error: SentinelError) => void;
 
@@ -64,6 +66,11 @@ export class RedisCall implements ScriptCall {
     return !this.settled;
   }
 
+  /** It writes (a consume, a penalty or a refund), so Redis must not run it late. */
+  get expires(): boolean {
+    return this.#expires;
+  }
+
   sending(): string {
     const node = this.node as RedisNode;
     const at = performance.now();
@@ -72,6 +79,7 @@ export class RedisCall implements ScriptCall {
     const deadline = node.deadline(this.#timeout) - giveUpLead(this.#timeout);
     if (!this.#expires) {
       this.sent = { at, listening, mayGiveUpAt: at, deadline };
+      this.#expiry = '';
       return '';
     }
     // Redis does nothing with the call once its clock reads past the earliest reading it may
@@ -81,7 +89,21 @@ export class RedisCall implements ScriptCall {
     // that reaches it too late is answered as such, with Redis's clock, and sent again.
     const mayGiveUpAt = at + deadline;
     this.sent = { at, listening, mayGiveUpAt, deadline };
-    return String(Math.floor(node.clock.earliest(mayGiveUpAt)) - 1);
+    this.#expiry = String(Math.floor(node.clock.earliest(mayGiveUpAt)) - 1);
+    return this.#expiry;
+  }
+
+  /**
+   * Marks the call sent in the same script call as `model`, of its kind (both write, or neither)
+   * and just sent: the same moment, deadline and expiry, without reading the clocks again for
+   * each request of a batch. Without a model it is sent on its own.
+   */
+  sendingWith(model: RedisCall | undefined): string {
+    if (model?.sent === undefined || model.#expires !== this.#expires) return this.sending();
+    this.firstSentAt ??= model.sent.at;
+    this.sent = model.sent;
+    this.#expiry = model.#expiry;
+    return this.#expiry;
   }
 
   // Counted from the first send: waiting for the first connection spends none of it.

@@ -1,11 +1,12 @@
 // Batching: decisions that arrive together share one script call, and each stays exact and
 // all-or-nothing, with the default options.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { uniquePrefix } from '../../../test/harness/clients.ts';
 import { commandCalls } from '../../../test/harness/connection-checks.ts';
 import { clientOf, owned, ownServer } from '../../../test/harness/own-redis.ts';
 import { failOnError } from '../../../test/harness/store-errors.ts';
-import { createLimiter, type LimiterOptions } from '../src/index.ts';
+import { createLimiter, type LimiterOptions, type SentinelError } from '../src/index.ts';
 import { MAX_BATCH } from '../src/redis-batch.ts';
 import { type ScriptName, scripts } from '../src/scripts.generated.ts';
 
@@ -95,6 +96,42 @@ describe('batching on Redis', () => {
       limiter.consume('client'),
     ]);
     expect([first?.remaining, peek?.remaining, second?.remaining]).toEqual([2, 2, 1]);
+  });
+
+  // A batch's requests share one send, and the batch carries its consumes' expiry whatever
+  // comes first in it: one that reaches a paused Redis and runs once it resumes counts nothing.
+  it('counts nothing when a batch that starts with a peek runs late', async () => {
+    const server = await ownServer();
+    const admin = clientOf(server.url);
+    const prefix = uniquePrefix('batch');
+    const errors: SentinelError[] = [];
+    const limiter = owned(
+      createLimiter({
+        redis: clientOf(server.url),
+        prefix,
+        limit: 5,
+        window: '1h',
+        breaker: false,
+        onError: (error) => void errors.push(error),
+      }),
+    );
+    await Promise.all([limiter.peek('warm-up'), limiter.peek('warm-up')]);
+    await admin.config('RESETSTAT');
+    server.pause();
+    const decisions = await Promise.all([
+      limiter.peek('a'),
+      limiter.consume('b'),
+      limiter.consume('c'),
+    ]);
+    expect(decisions.map((d) => d.degraded)).toEqual(['allow', 'allow', 'allow']);
+    expect(new Set(errors.map((error) => error.code))).toEqual(new Set(['STORE_TIMEOUT']));
+    server.resume();
+    expect(await admin.ping()).toBe('PONG');
+    // The batch sat in Redis's socket and ran on resume; give it time to have written.
+    await sleep(300);
+    expect(await commandCalls([admin], 'evalsha')).toBe(1);
+    expect(await admin.keys(`${prefix}:*`)).toEqual([]);
+    expect((await limiter.peek('b')).remaining).toBe(5);
   });
 
   it('runs a batch whose requests share one algorithm by a script holding only that algorithm', async () => {
