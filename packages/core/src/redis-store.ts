@@ -114,9 +114,10 @@ export class RedisStore implements Store {
     const { keys, now, cost, apply, args, script, adjust } = request;
     // Whatever writes must not count late: consumes, penalties and refunds carry an expiry.
     const writes = apply || adjust !== undefined;
-    // The fourth argument, the expiry, is written by the evaluator at each send.
-    const argv = [now === undefined ? '' : String(now), String(cost), mode(request), '', ...args];
     const alone: Command = async (call, node) => {
+      // Built only for a call sent alone. The fourth argument, the expiry, is written by the
+      // evaluator at each send.
+      const argv = [now === undefined ? '' : String(now), String(cost), mode(request), '', ...args];
       const reply = await evaluateScript(this.#client, node, scripts[script], keys, argv, call);
       return reply && decodeReply(reply, now ?? call.clock);
     };
@@ -125,7 +126,7 @@ export class RedisStore implements Store {
     return this.#call(keys, writes, async (call, node) => {
       const group = this.#batchGroup(keys[0] as string);
       if (group !== undefined) {
-        const part = [String(args.length / 4), argv[1] as string, argv[2] as string, ...args];
+        const part = [String(args.length / 4), String(cost), mode(request), ...args];
         const reply = await this.#batches.join(group, node, call, script, keys, part);
         if (reply !== undefined) return decodeReply(reply, call.clock);
         if (!call.wanted) return undefined;
