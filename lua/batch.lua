@@ -7,10 +7,11 @@
 -- ARGV[2]          Unix milliseconds by the Redis clock after which no caller of the batch
 --                  waits any longer (the earliest of theirs), or '' for no such time
 -- ARGV[3]          the number of requests
--- then per request: its policy count, its cost, its mode ('1' to consume, '0' to peek, 'p' or
--- 'r<at>': see `decide` in lua/prelude.lua), and per policy the algorithm, limit, window in
--- milliseconds and penalty box in milliseconds (0 for none); its keys are its policies' keys,
--- then its box keys
+-- ARGV[4]          the number of plans: the distinct policy lists of the batch's requests
+-- then per plan: its policy count, and per policy the algorithm, limit, window in milliseconds
+-- and penalty box in milliseconds (0 for none); then per request: its plan (from 1), its cost
+-- and its mode ('1' to consume, '0' to peek, 'p' or 'r<at>': see `decide` in
+-- lua/prelude.lua). A request's keys are its policies' keys, then its box keys.
 --
 -- Returns per request { allowed, then per policy: allowed, remaining, reset_ms, retry_ms },
 -- all in one flat list, then the Redis clock; or { -1, the Redis clock } when the call arrived
@@ -22,12 +23,20 @@ local expiry = tonumber(ARGV[2])
 if expiry and clock > expiry then return { -1, clock } end
 
 local now = (tonumber(ARGV[1]) or clock) - EPOCH_MS
+-- Each plan's policy count and where its policies start in ARGV: requests name a plan rather
+-- than repeat its policies, which halves a one-policy request's arguments.
+local counts, starts = {}, {}
+local arg = 5
+for plan = 1, tonumber(ARGV[4]) do
+  counts[plan], starts[plan] = tonumber(ARGV[arg]), arg + 1
+  arg = arg + 1 + 4 * counts[plan]
+end
 local reply = {}
-local key, arg = 1, 4
+local key = 1
 for _ = 1, tonumber(ARGV[3]) do
-  local count = tonumber(ARGV[arg])
-  key = key + decide(key, arg + 3, count, tonumber(ARGV[arg + 1]), now, ARGV[arg + 2], reply, #reply + 1)
-  arg = arg + 3 + 4 * count
+  local plan, cost, mode = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), ARGV[arg + 2]
+  key = key + decide(key, starts[plan], counts[plan], cost, now, mode, reply, #reply + 1)
+  arg = arg + 3
 end
 reply[#reply + 1] = clock
 return reply

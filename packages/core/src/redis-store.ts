@@ -126,8 +126,16 @@ export class RedisStore implements Store {
     return this.#call(keys, writes, async (call, node) => {
       const group = this.#batchGroup(keys[0] as string);
       if (group !== undefined) {
-        const part = [String(args.length / 4), String(cost), mode(request), ...args];
-        const reply = await this.#batches.join(group, node, call, script, keys, part);
+        const reply = await this.#batches.join(
+          group,
+          node,
+          call,
+          script,
+          keys,
+          args,
+          String(cost),
+          mode(request),
+        );
         if (reply !== undefined) return decodeReply(reply, call.clock);
         if (!call.wanted) return undefined;
       }
