@@ -31,8 +31,8 @@ local now = (tonumber(ARGV[1]) or clock) - EPOCH_MS
 local count = (#ARGV - 4) / 4
 -- Sized up front for one policy, the usual call: a table filled field by field is reallocated
 -- each time it outgrows a power of two, a few percent of the call's time on Redis.
-local reply = {}
-if count == 1 then reply = { 0, 0, 0, 0, 0, 0 } end
+local reply
+if count == 1 then reply = { 0, 0, 0, 0, 0, 0 } else reply = {} end
 decide(1, 5, count, tonumber(ARGV[2]), now, ARGV[3], reply, 1)
 reply[2 + 4 * count] = clock
 return reply
