@@ -27,6 +27,9 @@ export interface Plan {
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
+/** A plan's `args` per policy: algorithm, limit, window and penalty box, as scripts read them. */
+export const ARGS_PER_POLICY = 4;
+
 /**
  * The most entries a sliding-window-log keeps per identity: one per admitted unit of cost, about
  * 30 bytes each in Redis, so a larger limit is a memory bill rather than a rate limit.
@@ -155,6 +158,7 @@ export function resolvePlan(input: TierOptions, option: string, tier?: string): 
       ),
     ],
     script,
+    // ARGS_PER_POLICY of them per policy.
     args: policies.flatMap((p) => [
       p.algorithm,
       String(p.limit),

@@ -1,5 +1,7 @@
 // Decisions that arrive together share one script call: one batch per server (per slot on a
 // Cluster), sent once the event loop has read everything that came in with them.
+
+import { ARGS_PER_POLICY } from './policy.ts';
 import type { RedisCall, Send } from './redis-call.ts';
 import type { RedisConnection } from './redis-connection.ts';
 import type { RedisNode } from './redis-node.ts';
@@ -19,7 +21,7 @@ interface Member {
   /** The script it would run alone: one algorithm's, or 'mixed'. */
   readonly script: StoreRequest['script'];
   readonly keys: readonly string[];
-  /** Its policies' quadruples, as its plan spells them: one array per plan, shared. */
+  /** Its policies' arguments, ARGS_PER_POLICY each, as its plan has them: one per plan, shared. */
   readonly policies: readonly string[];
   /** Its cost and mode, as the script reads them. */
   readonly cost: string;
@@ -132,7 +134,7 @@ export class RedisBatches {
       for (const key of member.keys) keys.push(key);
       if (!plans.has(member.policies)) {
         plans.set(member.policies, String(plans.size + 1));
-        args.push(String(member.policies.length / 4));
+        args.push(String(member.policies.length / ARGS_PER_POLICY));
         for (const arg of member.policies) args.push(arg);
       }
     }
@@ -156,7 +158,7 @@ export class RedisBatches {
         }
         let at = 0;
         for (const member of members) {
-          const length = 1 + FIELDS_PER_POLICY * (member.policies.length / 4);
+          const length = 1 + FIELDS_PER_POLICY * (member.policies.length / ARGS_PER_POLICY);
           member.settle(reply.slice(at, at + length));
           at += length;
         }
