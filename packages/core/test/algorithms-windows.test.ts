@@ -63,6 +63,25 @@ describe.each(STORES)('with the %s store', (store) => {
       });
     });
 
+    it('counts in the later window when the clock steps back across a boundary', async () => {
+      const { clock, limiter } = setup(store, 'fixed-window', 5, '1m');
+      const windowStart = clock.now();
+      clock.advance(30_000);
+      expect(await consumeTimes(limiter, 'client', 5)).toBe(5);
+      clock.set(windowStart + 60_000 + 10_000);
+      expect(await consumeTimes(limiter, 'client', 2)).toBe(2);
+      // Back into the full window: the later one's count holds, and so does its end.
+      clock.set(windowStart + 50_000);
+      expect(await limiter.consume('client')).toMatchObject({
+        allowed: true,
+        remaining: 2,
+        resetMs: 70_000,
+      });
+      expect(await limiter.peek('client')).toMatchObject({ remaining: 2, resetMs: 70_000 });
+      clock.set(windowStart + 60_000 + 20_000);
+      expect(await consumeTimes(limiter, 'client', 3)).toBe(2);
+    });
+
     it('admits twice the limit within half a window across a boundary, as fixed windows do', async () => {
       const { clock, limiter } = setup(store, 'fixed-window', 5, '1m');
       // Not at the window's last ms: Redis would expire that key after 1 ms of real time.
