@@ -2,6 +2,9 @@
 -- the same moment.
 --
 -- State "<window_index> <count>"; a stored index other than the current one means an old window.
+-- The key expires a millisecond after its window ends: Redis 7.2 and later time PX from the
+-- script's start, which can read a millisecond before TIME, and a key gone before its window
+-- ends would let that window count afresh. One that outlives it is read as an old window.
 ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
   local absolute = now + EPOCH_MS
   local index = math.floor(absolute / window)
@@ -17,7 +20,7 @@ ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
   if used + cost <= limit then
     if apply then
       used = used + cost
-      save_state(key, string.format('%d %d', index, used), ends_in)
+      save_state(key, string.format('%d %d', index, used), ends_in + 1)
     end
     if used == 0 then return 1, limit, 0, 0 end
     return 1, limit - used, ends_in, 0
@@ -44,6 +47,6 @@ ADJUSTMENTS['fixed-window'] = function(key, limit, window, amount, now, at)
   if used == 0 then
     drop_state(key)
   else
-    save_state(key, string.format('%d %d', index, used), (index + 1) * window - absolute)
+    save_state(key, string.format('%d %d', index, used), (index + 1) * window - absolute + 1)
   end
 end
