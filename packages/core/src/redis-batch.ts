@@ -1,6 +1,5 @@
 // Decisions that arrive together share one script call: one batch per server (per slot on a
 // Cluster), sent once the event loop has read everything that came in with them.
-
 import { ARGS_PER_POLICY } from './policy.ts';
 import type { RedisCall, Send } from './redis-call.ts';
 import type { RedisConnection } from './redis-connection.ts';
