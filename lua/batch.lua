@@ -6,7 +6,8 @@
 -- ARGV[1]          now in Unix milliseconds, or '' to use the Redis clock (TIME)
 -- ARGV[2]          Unix milliseconds by the Redis clock after which no caller of the batch
 --                  waits any longer (the earliest of theirs), or '' for no such time
--- ARGV[3]          the number of requests
+-- ARGV[3]          the number of requests; negative when they all share one plan, cost and
+--                  mode, which then follow the plans once
 -- ARGV[4]          the number of plans: the distinct policy lists of the batch's requests
 -- then per plan: its policy count, and per policy the algorithm, limit, window in milliseconds
 -- and penalty box in milliseconds (0 for none); then per request: its plan (from 1), its cost
@@ -33,10 +34,17 @@ for plan = 1, tonumber(ARGV[4]) do
 end
 local reply = {}
 local key = 1
-for _ = 1, tonumber(ARGV[3]) do
-  local plan, cost, mode = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), ARGV[arg + 2]
+local requests = tonumber(ARGV[3])
+-- Requests alike, the usual batch, are described once: three arguments fewer per request.
+local alike = requests < 0
+if alike then requests = -requests end
+local plan, cost, mode
+for i = 1, requests do
+  if i == 1 or not alike then
+    plan, cost, mode = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), ARGV[arg + 2]
+    arg = arg + 3
+  end
   key = key + decide(key, starts[plan], counts[plan], cost, now, mode, reply, #reply + 1)
-  arg = arg + 3
 end
 reply[#reply + 1] = clock
 return reply

@@ -138,8 +138,15 @@ export class RedisBatches {
       }
     }
     args[3] = String(plans.size);
-    for (const member of members) {
-      args.push(plans.get(member.policies) as string, member.cost, member.mode);
+    // Requests alike, the usual batch, are described once, and their count is negated to say so.
+    const first = members[0] as Member;
+    if (plans.size === 1 && members.every((m) => m.cost === first.cost && m.mode === first.mode)) {
+      args[2] = String(-members.length);
+      args.push('1', first.cost, first.mode);
+    } else {
+      for (const member of members) {
+        args.push(plans.get(member.policies) as string, member.cost, member.mode);
+      }
     }
     evaluateScript(
       this.#client,

@@ -88,6 +88,35 @@ describe('batching on Redis', () => {
     });
   });
 
+  // A batch whose requests share a plan, a cost and a mode describes them once; any other
+  // lists each request's. Both must charge each request its own cost, in order.
+  it('charges requests alike their one cost, and requests that differ each their own', async () => {
+    const { limiter, calls } = await setup({ limit: 10, window: '1h', algorithm: 'fixed-window' });
+    const alike = await Promise.all(
+      Array.from({ length: 5 }, () => limiter.consume('alike', { cost: 3 })),
+    );
+    expect(alike.map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 7],
+      [true, 4],
+      [true, 1],
+      [false, 1],
+      [false, 1],
+    ]);
+    expect(await calls()).toBe(1);
+    const costs = [4, 4, 1, 4, 1, 1, 2];
+    const mixed = await Promise.all(costs.map((cost) => limiter.consume('mixed', { cost })));
+    expect(mixed.map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 6],
+      [true, 2],
+      [true, 1],
+      [false, 1],
+      [true, 0],
+      [false, 0],
+      [false, 0],
+    ]);
+    expect(await calls()).toBe(1);
+  });
+
   it('decides a peek in a batch without consuming', async () => {
     const { limiter } = await setup({ limit: 3, window: '1h' });
     const [first, peek, second] = await Promise.all([
