@@ -91,7 +91,7 @@ describe('batching on Redis', () => {
   // A batch whose requests share a plan, a cost and a mode describes them once; any other
   // lists each request's. Both must charge each request its own cost, in order.
   it('charges requests alike their one cost, and requests that differ each their own', async () => {
-    const { limiter, calls } = await setup({ limit: 10, window: '1h', algorithm: 'fixed-window' });
+    const { limiter, calls } = await setup({ limit: 10, window: '1h' });
     const alike = await Promise.all(
       Array.from({ length: 5 }, () => limiter.consume('alike', { cost: 3 })),
     );
