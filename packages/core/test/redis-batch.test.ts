@@ -140,6 +140,9 @@ describe('batching on Redis', () => {
         prefix,
         limit: 5,
         window: '1h',
+        // Off so that the last peek asks Redis: the three timeouts would open the default
+        // breaker, which would answer it without Redis. test/faults/redis-paused.test.ts checks
+        // that nothing counts late with the default options.
         breaker: false,
         onError: (error) => void errors.push(error),
       }),
