@@ -6,12 +6,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect, it } from 'vitest';
 import { configFile, spawnGateway, startGateway } from './gateway-process.ts';
 
+// A sliding log, not a fixed window: a fixed window aligned to the hour would forget what was
+// used if the test ran across the hour, and the test asserts that it is kept.
 const contract = (limit: number) =>
   JSON.stringify({
     'acme-key': {
       tenant: 'acme',
       tier: 'FREE',
-      policies: { name: 'acme-contract', limit, window: '1h', algorithm: 'fixed-window' },
+      policies: { name: 'acme-contract', limit, window: '1h', algorithm: 'sliding-window-log' },
     },
   });
 
