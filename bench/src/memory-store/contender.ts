@@ -68,6 +68,56 @@ export const CONTENDERS = {
       },
     };
   },
+  /**
+   * Not a limiter anyone ships: the least a token bucket must do to answer as Sentinel does, one
+   * async function over a Map that refills on Date.now() and returns a decision of Sentinel's
+   * fields with one policy's details. It bounds what any limiter of that shape can reach here.
+   */
+  'minimal-token-bucket': (): Contender => {
+    const buckets = new Map<string, { level: number; at: number }>();
+    // Fixed point, as Sentinel's: a token is WINDOW_MS units and a millisecond adds LIMIT.
+    const capacity = LIMIT * WINDOW_MS;
+    const decide = async (key: string) => {
+      const now = Date.now();
+      let bucket = buckets.get(key);
+      if (bucket === undefined) {
+        bucket = { level: capacity, at: now };
+        buckets.set(key, bucket);
+      }
+      const level = Math.min(capacity, bucket.level + (now - bucket.at) * LIMIT);
+      const allowed = level >= WINDOW_MS;
+      bucket.level = allowed ? level - WINDOW_MS : level;
+      bucket.at = now;
+      const remaining = Math.floor(bucket.level / WINDOW_MS);
+      const resetMs = Math.ceil((capacity - bucket.level) / LIMIT);
+      const retryAfterMs = allowed ? 0 : Math.ceil((WINDOW_MS - level) / LIMIT);
+      const policy = 'default';
+      return {
+        allowed,
+        limit: LIMIT,
+        remaining,
+        resetMs,
+        retryAfterMs,
+        policy,
+        policies: [
+          {
+            policy,
+            algorithm: 'token-bucket',
+            allowed,
+            limit: LIMIT,
+            windowMs: WINDOW_MS,
+            remaining,
+            resetMs,
+            retryAfterMs,
+          },
+        ],
+      };
+    };
+    return {
+      decide: async (key) => (await decide(key)).allowed,
+      close: () => buckets.clear(),
+    };
+  },
   'express-rate-limit': (): Contender => {
     const store = new ErlMemoryStore();
     store.init({ windowMs: WINDOW_MS } as Options);
