@@ -30,7 +30,7 @@ local counts, starts = {}, {}
 local arg = 5
 for plan = 1, tonumber(ARGV[4]) do
   counts[plan], starts[plan] = tonumber(ARGV[arg]), arg + 1
-  arg = arg + 1 + 4 * counts[plan]
+  arg = arg + 1 + ARGS_PER_POLICY * counts[plan]
 end
 local reply = {}
 local key = 1

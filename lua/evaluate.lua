@@ -28,11 +28,11 @@ if expiry and clock > expiry then return { -1, clock } end
 
 -- One clock for every gateway: theirs drift, Redis's is shared.
 local now = (tonumber(ARGV[1]) or clock) - EPOCH_MS
-local count = (#ARGV - 4) / 4
+local count = (#ARGV - 4) / ARGS_PER_POLICY
 -- Sized up front for one policy, the usual call: a table filled field by field is reallocated
 -- each time it outgrows a power of two, a few percent of the call's time on Redis.
 local reply
 if count == 1 then reply = { 0, 0, 0, 0, 0, 0 } else reply = {} end
 decide(1, 5, count, tonumber(ARGV[2]), now, ARGV[3], reply, 1)
-reply[2 + 4 * count] = clock
+reply[2 + FIELDS_PER_POLICY * count] = clock
 return reply

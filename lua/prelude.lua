@@ -5,6 +5,11 @@
 -- so windows that divide a day still align with the Unix epoch.
 local EPOCH_MS = 1704067200000
 
+-- Each policy comes as ARGS_PER_POLICY arguments (algorithm, limit, window, box) and is answered
+-- with FIELDS_PER_POLICY reply fields (allowed, remaining, reset_ms, retry_ms).
+local ARGS_PER_POLICY = 4
+local FIELDS_PER_POLICY = 4
+
 -- algorithm name -> function(key, limit, window, cost, now, apply)
 --   returns allowed (1|0), remaining, reset_ms (until full again), retry_ms (0 if allowed, -1 never)
 --   and writes the new state only when apply is true and the request is allowed.
@@ -61,12 +66,12 @@ local function decide(key, arg, count, cost, now, mode, reply, out)
     if at then amount = -cost end
     reply[out] = 1
     for i = 0, count - 1 do
-      local a = arg + 4 * i
+      local a = arg + ARGS_PER_POLICY * i
       local name, k, limit, window = ARGV[a], KEYS[key + i], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
       ADJUSTMENTS[name](k, limit, window, amount, now, at)
       local allowed, remaining, reset, retry = ALGORITHMS[name](k, limit, window, 1, now, false)
       if allowed == 0 then reply[out] = 0 end
-      local o = out + 1 + 4 * i
+      local o = out + 1 + FIELDS_PER_POLICY * i
       reply[o], reply[o + 1], reply[o + 2], reply[o + 3] = allowed, remaining, reset, retry
       if tonumber(ARGV[a + 3]) > 0 then boxes = boxes + 1 end
     end
@@ -78,7 +83,7 @@ local function decide(key, arg, count, cost, now, mode, reply, out)
     reply[out] = 1
     local b = key + count
     for i = 0, count - 1 do
-      local a = arg + 4 * i
+      local a = arg + ARGS_PER_POLICY * i
       local box_ms = tonumber(ARGV[a + 3])
       local box, held = nil, 0
       if box_ms > 0 then
@@ -100,7 +105,7 @@ local function decide(key, arg, count, cost, now, mode, reply, out)
         if retry >= 0 then retry = math.max(retry, box_ms) end
       end
       if allowed == 0 then reply[out] = 0 end
-      local o = out + 1 + 4 * i
+      local o = out + 1 + FIELDS_PER_POLICY * i
       reply[o], reply[o + 1], reply[o + 2], reply[o + 3] = allowed, remaining, reset, retry
     end
     if consume or not apply or reply[out] == 0 then return b - key end

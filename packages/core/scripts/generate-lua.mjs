@@ -35,8 +35,16 @@ for (const name of algorithms) {
 
 const prelude = lua('prelude');
 const evaluate = lua('evaluate');
-const epoch = /local EPOCH_MS = (\d+)/.exec(prelude)?.[1];
-if (!epoch) throw new Error('lua/prelude.lua must define EPOCH_MS');
+// Constants the TypeScript side shares with the scripts: the epoch, and the layout of a policy's
+// arguments and reply fields, which it builds and reads.
+const constant = (name) => {
+  const value = new RegExp(`local ${name} = (\\d+)`).exec(prelude)?.[1];
+  if (!value) throw new Error(`lua/prelude.lua must define ${name}`);
+  return value;
+};
+const epoch = constant('EPOCH_MS');
+const argsPerPolicy = constant('ARGS_PER_POLICY');
+const fieldsPerPolicy = constant('FIELDS_PER_POLICY');
 
 // One script per algorithm keeps each as small as it can be; `mixed` serves tiers whose
 // policies use different algorithms. A batch of requests whose policies all use one algorithm
@@ -54,6 +62,10 @@ const entries = [
 let out = '// Generated from lua/*.lua by packages/core/scripts/generate-lua.mjs. Do not edit.\n\n';
 out += "/** The scripts' epoch: their times are milliseconds since this Unix time. */\n";
 out += `export const EPOCH_MS = ${epoch};\n\n`;
+out += "/** A policy's arguments to the scripts: algorithm, limit, window and penalty box. */\n";
+out += `export const ARGS_PER_POLICY = ${argsPerPolicy};\n\n`;
+out += "/** A policy's fields in the scripts' reply: allowed, remaining, reset_ms and retry_ms. */\n";
+out += `export const FIELDS_PER_POLICY = ${fieldsPerPolicy};\n\n`;
 out +=
   '/** The algorithms Sentinel runs, each atomically in one Redis script call and in memory. */\n';
 out += `export const ALGORITHMS = [\n${algorithms.map((name) => `  '${name}',\n`).join('')}] as const;\n\n`;

@@ -27,9 +27,6 @@ export interface Plan {
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
-/** A plan's `args` per policy: algorithm, limit, window and penalty box, as scripts read them. */
-export const ARGS_PER_POLICY = 4;
-
 /**
  * The most entries a sliding-window-log keeps per identity: one per admitted unit of cost, about
  * 30 bytes each in Redis, so a larger limit is a memory bill rather than a rate limit.

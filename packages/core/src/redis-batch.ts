@@ -1,12 +1,15 @@
 // Decisions that arrive together share one script call: one batch per server (per slot on a
 // Cluster), sent once the event loop has read everything that came in with them.
-import { ARGS_PER_POLICY } from './policy.ts';
 import type { RedisCall, Send } from './redis-call.ts';
 import type { RedisConnection } from './redis-connection.ts';
 import type { RedisNode } from './redis-node.ts';
 import { evaluateScript, type ScriptCall } from './script-evaluator.ts';
-import { type LuaScript, scripts } from './scripts.generated.ts';
-import { FIELDS_PER_POLICY } from './store-reply.ts';
+import {
+  ARGS_PER_POLICY,
+  FIELDS_PER_POLICY,
+  type LuaScript,
+  scripts,
+} from './scripts.generated.ts';
 import type { StoreRequest } from './types.ts';
 
 /** Requests per batch at most: a script blocks Redis while it runs, so a batch stays short. */

@@ -1,12 +1,10 @@
 // The Lua scripts' reply, decoded in one place: the flat integers of lua/evaluate.lua, by name.
+// Its layout, the trailing Redis clock taken off: the overall `allowed` (1 or 0), then per
+// policy FIELDS_PER_POLICY fields, `allowed, remaining, reset_ms, retry_ms`, with a retry of -1
+// for never. Integers only, so it reads the same over RESP2 and RESP3.
+import { FIELDS_PER_POLICY } from './scripts.generated.ts';
 import type { PolicyOutcome, StoreReply } from './types.ts';
 
-/**
- * The layout lua/evaluate.lua returns, its trailing Redis clock taken off: the overall
- * `allowed` (1 or 0), then per policy `allowed, remaining, reset_ms, retry_ms`, with a retry of
- * -1 for never. Integers only, so it reads the same over RESP2 and RESP3.
- */
-export const FIELDS_PER_POLICY = 4;
 /** The first element of a call that reached Redis after its expiry and did nothing. */
 const EXPIRED = -1;
 /** The retry of a cost that exceeds the limit. */
