@@ -64,7 +64,8 @@ out += "/** The scripts' epoch: their times are milliseconds since this Unix tim
 out += `export const EPOCH_MS = ${epoch};\n\n`;
 out += "/** A policy's arguments to the scripts: algorithm, limit, window and penalty box. */\n";
 out += `export const ARGS_PER_POLICY = ${argsPerPolicy};\n\n`;
-out += "/** A policy's fields in the scripts' reply: allowed, remaining, reset_ms and retry_ms. */\n";
+out +=
+  "/** A policy's fields in the scripts' reply: allowed, remaining, reset_ms and retry_ms. */\n";
 out += `export const FIELDS_PER_POLICY = ${fieldsPerPolicy};\n\n`;
 out +=
   '/** The algorithms Sentinel runs, each atomically in one Redis script call and in memory. */\n';
