@@ -19,8 +19,10 @@ ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
   local ends_in = (index + 1) * window - absolute
   if used + cost <= limit then
     if apply then
+      -- A key that already counts in this window expires as it should.
+      local kept = used > 0
       used = used + cost
-      save_state(key, string.format('%d %d', index, used), ends_in + 1)
+      save_state(key, string.format('%d %d', index, used), ends_in + 1, kept)
     end
     if used == 0 then return 1, limit, 0, 0 end
     return 1, limit - used, ends_in, 0

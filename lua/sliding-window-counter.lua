@@ -23,6 +23,8 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   local into = absolute - index * window
   local elapsed = math.max(0, into)
   local weighted = previous - mul_div(previous, elapsed, window)
+  -- A key that already counts in this window expires with the next one, as it will after this.
+  local counted = current > 0
   local allowed = 0
   if current + weighted + cost <= limit then
     allowed = 1
@@ -39,7 +41,7 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   local remaining = math.max(0, limit - current - weighted)
   if allowed == 1 then
     if apply then
-      save_state(key, string.format('%d %d %d', index, current, previous), reset)
+      save_state(key, string.format('%d %d %d', index, current, previous), reset, counted)
     end
     return 1, remaining, reset, 0
   end

@@ -2,6 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { connect, uniquePrefix } from '../../../test/harness/clients.ts';
+import { clientOf, owned, ownServer, waitFor } from '../../../test/harness/own-redis.ts';
 import {
   ALGORITHMS,
   type Algorithm,
@@ -120,6 +121,49 @@ describe.each(REDIS_STORES)('with the %s store', (store) => {
     });
   });
 });
+
+// A window's first write sets its key's expiry; the writes after it in that window keep it, as
+// `SET … KEEPTTL`, which costs Redis about half a `SET … PX`. Watched with MONITOR, on a server
+// of the test's own so that no other suite's commands pass through it.
+describe.each(['fixed-window', 'sliding-window-counter'] as const)(
+  '%s on the Redis clock',
+  (algorithm) => {
+    it("keeps its key's expiry while it counts in a window, and moves it in the next", async () => {
+      const server = await ownServer();
+      const redis = clientOf(server.url);
+      const prefix = uniquePrefix('keep-expiry');
+      const limiter = owned(
+        createLimiter({ redis: clientOf(server.url), prefix, limit: 100, window: '2s', algorithm }),
+      );
+      const key = `${prefix}:{client}:100-per-2s:${algorithm}`;
+      const sets: string[][] = [];
+      const monitor = await redis.monitor();
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (args[0]?.toLowerCase() === 'set' && args[1] === key) sets.push(args.slice(3));
+      });
+      // The key expires a millisecond after its window ends, or with the next window (see lua/).
+      const expected = (resetMs: number) => resetMs + (algorithm === 'fixed-window' ? 1 : 0);
+      const consumeAndCheck = async () => {
+        const { allowed, resetMs } = await limiter.consume('client');
+        expect(allowed).toBe(true);
+        const ttl = await redis.pttl(key);
+        expect(ttl).toBeLessThanOrEqual(expected(resetMs));
+        expect(ttl).toBeGreaterThan(expected(resetMs) - PTTL_SLACK_MS);
+      };
+      // Windows align to the Unix epoch on Redis's clock, which is this machine's.
+      const intoNextWindow = () => sleep(2_000 - (Date.now() % 2_000) + 100);
+      await intoNextWindow();
+      await consumeAndCheck();
+      await sleep(300);
+      await consumeAndCheck();
+      await intoNextWindow();
+      await consumeAndCheck();
+      await waitFor(() => sets.length === 3);
+      expect(sets.map((rest) => rest[0]?.toUpperCase())).toEqual(['PX', 'KEEPTTL', 'PX']);
+      monitor.disconnect();
+    });
+  },
+);
 
 describe('with the memory store', () => {
   function setup(algorithm: Algorithm, options: { sweepIntervalMs?: number; start?: number } = {}) {
