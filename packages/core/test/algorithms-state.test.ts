@@ -1,6 +1,6 @@
 // Stored state per algorithm: Redis encodings and TTLs (time until full), idle keys vanishing, memory key lifetimes.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { connect, uniquePrefix } from '../../../test/harness/clients.ts';
 import { clientOf, owned, ownServer, waitFor } from '../../../test/harness/own-redis.ts';
 import {
@@ -138,6 +138,8 @@ describe.each(['fixed-window', 'sliding-window-counter'] as const)(
       const key = `${prefix}:{client}:100-per-2s:${algorithm}`;
       const sets: string[][] = [];
       const monitor = await redis.monitor();
+      onTestFinished(() => monitor.disconnect());
+      monitor.on('error', () => {});
       monitor.on('monitor', (_time: string, args: string[]) => {
         if (args[0]?.toLowerCase() === 'set' && args[1] === key) sets.push(args.slice(3));
       });
@@ -160,7 +162,6 @@ describe.each(['fixed-window', 'sliding-window-counter'] as const)(
       await consumeAndCheck();
       await waitFor(() => sets.length === 3);
       expect(sets.map((rest) => rest[0]?.toUpperCase())).toEqual(['PX', 'KEEPTTL', 'PX']);
-      monitor.disconnect();
     });
   },
 );
