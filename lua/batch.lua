@@ -23,9 +23,7 @@ local clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local expiry = tonumber(ARGV[2])
 if expiry and clock > expiry then return { -1, clock } end
 
-local given = tonumber(ARGV[1])
-ON_REDIS_CLOCK = given == nil
-local now = (given or clock) - EPOCH_MS
+local now = (GIVEN_NOW or clock) - EPOCH_MS
 -- Each plan's policy count and where its policies start in ARGV: requests name a plan rather
 -- than repeat its policies, which halves a one-policy request's arguments.
 local counts, starts = {}, {}

@@ -27,9 +27,7 @@ local expiry = tonumber(ARGV[4])
 if expiry and clock > expiry then return { -1, clock } end
 
 -- One clock for every gateway: theirs drift, Redis's is shared.
-local given = tonumber(ARGV[1])
-ON_REDIS_CLOCK = given == nil
-local now = (given or clock) - EPOCH_MS
+local now = (GIVEN_NOW or clock) - EPOCH_MS
 local count = (#ARGV - 4) / ARGS_PER_POLICY
 -- Sized up front for one policy, the usual call: a table filled field by field is reallocated
 -- each time it outgrows a power of two, a few percent of the call's time on Redis.

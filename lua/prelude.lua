@@ -37,15 +37,15 @@ local function read_state(key)
   return state
 end
 
--- Whether the scripts run on Redis's clock, which its TTLs count on; the entry scripts set it. A
--- clock the caller gives (for tests) need not keep pace with them.
-local ON_REDIS_CLOCK = true
+-- The time the caller gives (for tests), ARGV[1] of both entry scripts, in Unix ms; nil to run on
+-- Redis's clock, which its TTLs count on. A given clock need not keep pace with them.
+local GIVEN_NOW = tonumber(ARGV[1])
 
 -- Sets a state that expires in `ms`. `kept` says the key exists and already expires then, as
 -- when it counts in the window it is written in: it keeps its expiry, on Redis's clock, since a
 -- SET that moves a key's expiry costs Redis about twice one that keeps it.
 local function save_state(key, state, ms, kept)
-  if kept and ON_REDIS_CLOCK then
+  if kept and GIVEN_NOW == nil then
     redis.call('SET', key, state, 'KEEPTTL')
   else
     redis.call('SET', key, state, 'PX', ms)
