@@ -18,6 +18,7 @@
 -- all in one flat list, then the Redis clock; or { -1, the Redis clock } when the call arrived
 -- after ARGV[2] and did nothing. src/store-reply.ts decodes it; keep the two in step.
 
+STATES, GIVEN_NOW = {}, tonumber(ARGV[1])
 local time = redis.call('TIME')
 local clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local expiry = tonumber(ARGV[2])

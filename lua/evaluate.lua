@@ -19,6 +19,7 @@
 -- and did nothing. Integers only, so the reply reads the same over RESP2 and RESP3.
 -- src/store-reply.ts decodes it; keep the two in step.
 
+STATES, GIVEN_NOW = {}, tonumber(ARGV[1])
 local time = redis.call('TIME')
 local clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 -- A caller past its deadline has been answered without this call: consuming now would charge a

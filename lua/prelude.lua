@@ -26,7 +26,13 @@ local ADJUSTMENTS = {}
 -- consume, and by each request of a batch that decides the same identity. Every GET, SET and
 -- DEL of a state or box key goes through these three, so the table always holds what Redis
 -- would answer; keys do not expire while a script runs.
-local STATES = {}
+--
+-- GIVEN_NOW: the time the caller gives (for tests), ARGV[1] of both entry scripts, in Unix ms;
+-- nil to run on Redis's clock, which its TTLs count on. A given clock need not keep pace with them.
+--
+-- The entry scripts set both as each call begins, since Redis's function library (see
+-- packages/core/scripts/generate-lua.mjs) runs this file once and then serves every call.
+local STATES, GIVEN_NOW
 
 local function read_state(key)
   local state = STATES[key]
@@ -36,10 +42,6 @@ local function read_state(key)
   end
   return state
 end
-
--- The time the caller gives (for tests), ARGV[1] of both entry scripts, in Unix ms; nil to run on
--- Redis's clock, which its TTLs count on. A given clock need not keep pace with them.
-local GIVEN_NOW = tonumber(ARGV[1])
 
 -- Sets a state that expires in `ms`. `kept` says the key exists and already expires then, as
 -- when it counts in the window it is written in: it keeps its expiry, on Redis's clock, since a
