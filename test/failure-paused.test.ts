@@ -1,5 +1,6 @@
 // Failure policy on a silent Redis (SIGSTOP): the deadline, the circuit breaker, close(), late sends.
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
 import { type Decision, SentinelError } from '../packages/core/src/index.ts';
 import {
@@ -12,6 +13,12 @@ import {
   timed,
 } from './harness/own-redis.ts';
 import type { RedisProcess } from './harness/redis-server.ts';
+
+/** Counts the calls that send Sentinel's code to Redis: FCALL, or EVALSHA and EVAL. */
+function spyOnSends(client: Redis): { count(): number } {
+  const spies = (['fcall', 'evalsha', 'eval'] as const).map((command) => vi.spyOn(client, command));
+  return { count: () => spies.reduce((sum, spy) => sum + spy.mock.calls.length, 0) };
+}
 
 describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {
   it('degrades a call with STORE_TIMEOUT once the deadline passes', async () => {
@@ -39,14 +46,14 @@ describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {
     const cooldownMs = 400;
     const { warmUp, limiter, errors } = limiterOn(client, { breaker: { failures: 3, cooldownMs } });
     await warmUp();
-    const sent = vi.spyOn(client, 'evalsha');
+    const sent = spyOnSends(client);
 
     server.pause();
     for (let i = 0; i < 3; i++) {
       expect((await limiter.consume('user')).degraded).toBe('allow');
     }
     const openedAt = Date.now();
-    expect(sent).toHaveBeenCalledTimes(3);
+    expect(sent.count()).toBe(3);
     expect(errors.map((error) => error.code)).toEqual(Array(3).fill('STORE_TIMEOUT'));
 
     // While open, no call reaches Redis, so none waits for it.
@@ -56,7 +63,7 @@ describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {
       // Answered without the store: no store error to carry.
       expect(decision.error).toBeUndefined();
     }
-    expect(sent).toHaveBeenCalledTimes(3);
+    expect(sent.count()).toBe(3);
 
     server.resume();
     let decision: Decision;
@@ -76,11 +83,11 @@ describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {
     const cooldownMs = 150;
     const { warmUp, limiter } = limiterOn(client, { breaker: { failures: 1, cooldownMs } });
     await warmUp();
-    const sent = vi.spyOn(client, 'evalsha');
+    const sent = spyOnSends(client);
 
     server.pause();
     expect((await limiter.consume('user')).degraded).toBe('allow');
-    expect(sent).toHaveBeenCalledTimes(1);
+    expect(sent.count()).toBe(1);
     await sleep(cooldownMs + 20);
 
     const settled: number[] = [];
@@ -92,7 +99,7 @@ describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {
     );
     const results = await Promise.all(burst);
     expect(results.every((decision) => decision.degraded === 'allow')).toBe(true);
-    expect(sent).toHaveBeenCalledTimes(2);
+    expect(sent.count()).toBe(2);
     // Only the probe, the first call, went to Redis and waited for the deadline; the others were
     // answered without it, before it.
     expect(results[0]?.error?.code).toBe('STORE_TIMEOUT');
@@ -100,7 +107,7 @@ describe.each(Object.entries(CLIENT_SETTINGS))('with %s', (_, settings) => {
     expect(settled.at(-1)).toBe(0);
     // The failed probe reopened the breaker.
     expect((await limiter.consume('user')).error).toBeUndefined();
-    expect(sent).toHaveBeenCalledTimes(2);
+    expect(sent.count()).toBe(2);
   });
 
   it('settles calls in flight when the limiter is closed', async () => {

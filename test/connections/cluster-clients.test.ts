@@ -6,15 +6,15 @@ import { createLimiter, type Limiter, type SentinelError } from '../../packages/
 import { LIBRARIES, NODE_REDIS, open, unconnected } from '../harness/client-libraries.ts';
 import { connect, uniquePrefix } from '../harness/clients.ts';
 import {
-  commandCalls,
   expectEveryAlgorithmAndMixedTier,
+  expectFlushRecovery,
   expressAnswers,
   STEADY,
 } from '../harness/connection-checks.ts';
 import { type RedisCluster, startCluster } from '../harness/redis-cluster.ts';
 
 let cluster: RedisCluster;
-/** A plain connection to every node, for SCRIPT FLUSH and INFO commandstats. */
+/** A plain connection to every node, for FUNCTION FLUSH, SCRIPT FLUSH and INFO commandstats. */
 let admins: Redis[];
 
 beforeAll(async () => {
@@ -31,26 +31,8 @@ describe.each(LIBRARIES)('a limiter on a Cluster client of %s', (library) => {
     await expectEveryAlgorithmAndMixedTier(client, 'cluster');
   });
 
-  it('recovers from SCRIPT FLUSH on every node with one EVAL, counting the request once', async () => {
-    const client = await open(library, cluster.seeds);
-    const limiter = createLimiter({
-      ...STEADY,
-      redis: client,
-      prefix: uniquePrefix('noscript'),
-      limit: 5,
-      window: '1d',
-    });
-    expect((await limiter.consume('tenant')).remaining).toBe(4);
-    await Promise.all(admins.map((admin) => admin.script('FLUSH')));
-    await Promise.all(admins.map((admin) => admin.config('RESETSTAT')));
-    const decision = await limiter.consume('tenant');
-    expect(decision).toMatchObject({ allowed: true, remaining: 3 });
-    expect(decision.degraded).toBeUndefined();
-    expect({
-      evalsha: await commandCalls(admins, 'evalsha'),
-      eval: await commandCalls(admins, 'eval'),
-    }).toEqual({ evalsha: 1, eval: 1 });
-    await limiter.close();
+  it('runs by FCALL once its library is on every master, and recovers from FUNCTION FLUSH and SCRIPT FLUSH', async () => {
+    await expectFlushRecovery(await open(library, cluster.seeds), admins);
   });
 
   it('admits exactly 50 of 500 concurrent requests over 4 cluster clients', async () => {

@@ -23,7 +23,7 @@ async function limiterOnUrl() {
     onError: (error) => errors.push(error),
   });
   owned(limiter);
-  // Connected, and the script loaded.
+  // Connected, and the function library loaded.
   expect((await limiter.consume('warm-up')).degraded).toBeUndefined();
   const keyOf = (tenant: string) => `${prefix}:{${tenant}}:5-per-1d:token-bucket`;
   return { server, prefix, errors, limiter, keyOf };
@@ -85,11 +85,11 @@ describe('the client built from redisUrl', () => {
     }
   });
 
-  // A paused (SIGSTOP) server keeps its sockets: the EVALSHA already sent sits in its receive
+  // A paused (SIGSTOP) server keeps its sockets: the FCALL already sent sits in its receive
   // buffer, and Redis runs it once resumed. No client setting can take back bytes already sent,
   // so the call carries its expiry: run late, it does nothing. Nor is anything more sent: no
-  // EVAL fallback and no re-send after the timeout.
-  it('sends one EVALSHA, which does nothing when run late, for a call that timed out on a paused Redis', async () => {
+  // fallback and no re-send after the timeout.
+  it('sends one call, which does nothing when run late, for a call that timed out on a paused Redis', async () => {
     const { server, errors, limiter, keyOf } = await limiterOnUrl();
     const admin: Redis = connect('ioredis 6', server.url);
     await admin.config('RESETSTAT');
@@ -101,17 +101,20 @@ describe('the client built from redisUrl', () => {
     await waitFor(async () => (await admin.ping()) === 'PONG', 5_000, 'Redis answering');
     await sleep(300);
     expect({
+      fcall: await commandCalls([admin], 'fcall'),
       evalsha: await commandCalls([admin], 'evalsha'),
       eval: await commandCalls([admin], 'eval'),
-    }).toEqual({ evalsha: 1, eval: 0 });
-    // The one EVALSHA ran, past its expiry: the request was not counted.
+    }).toEqual({ fcall: 1, evalsha: 0, eval: 0 });
+    // The one FCALL ran, past its expiry: the request was not counted.
     expect(await admin.exists(keyOf('paused'))).toBe(0);
     expect((await limiter.peek('paused')).remaining).toBe(5);
   });
 
-  it('does not answer a late NOSCRIPT with an EVAL once the call has timed out', async () => {
+  // test/failure-paused.test.ts checks the same of a late NOSCRIPT.
+  it('does not answer a late missing function with a script once the call has timed out', async () => {
     const { server, errors, limiter, keyOf } = await limiterOnUrl();
     const admin: Redis = connect('ioredis 6', server.url);
+    await admin.call('FUNCTION', 'FLUSH');
     await admin.script('FLUSH');
     await admin.config('RESETSTAT');
     server.pause();
@@ -121,12 +124,13 @@ describe('the client built from redisUrl', () => {
     server.resume();
     await waitFor(async () => (await admin.ping()) === 'PONG', 5_000, 'Redis answering');
     await sleep(300);
-    // The EVALSHA met NOSCRIPT after the caller had given up: the script was not sent, and
+    // The FCALL found no function after the caller had given up: nothing was sent again, and
     // nothing was consumed.
     expect({
+      fcall: await commandCalls([admin], 'fcall'),
       evalsha: await commandCalls([admin], 'evalsha'),
       eval: await commandCalls([admin], 'eval'),
-    }).toEqual({ evalsha: 1, eval: 0 });
+    }).toEqual({ fcall: 1, evalsha: 0, eval: 0 });
     expect(await admin.exists(keyOf('paused'))).toBe(0);
   });
 });

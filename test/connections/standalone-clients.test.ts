@@ -11,9 +11,11 @@ import { connect, uniquePrefix } from '../harness/clients.ts';
 import {
   commandCalls,
   expectEveryAlgorithmAndMixedTier,
+  expectFlushRecovery,
   expressAnswers,
   STEADY,
 } from '../harness/connection-checks.ts';
+import { scriptsOnlyUrl } from '../harness/own-redis.ts';
 import { type RedisProcess, startRedis } from '../harness/redis-server.ts';
 
 // A server of this file's own: SCRIPT FLUSH and CONFIG RESETSTAT must not touch other suites.
@@ -45,8 +47,13 @@ describe.each(LIBRARIES)('a limiter on a client of %s', (library: LibraryName) =
     await again.close();
   });
 
+  it('runs by FCALL once its library is loaded, and recovers from FUNCTION FLUSH and SCRIPT FLUSH', async () => {
+    await expectFlushRecovery(await open(library, server.url), [admin]);
+  });
+
+  // Where Redis functions are missing (before Redis 7) or denied, calls run as scripts.
   it('recovers from SCRIPT FLUSH with one EVAL, counting the request once', async () => {
-    const client = await open(library, server.url);
+    const client = await open(library, await scriptsOnlyUrl(admin, server));
     const limiter = createLimiter({
       ...STEADY,
       redis: client,

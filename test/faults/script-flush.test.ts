@@ -1,4 +1,5 @@
-// SCRIPT FLUSH under HTTP load: every algorithm falls back to EVAL without an error or a double count.
+// FUNCTION FLUSH and SCRIPT FLUSH under HTTP load: every algorithm falls back to EVALSHA and EVAL,
+// and loads its library again, without an error or a double count.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
@@ -27,21 +28,27 @@ const CASES: Array<[string, Partial<HttpLimiterOptions>]> = [
   ],
 ];
 
-/** How many EVALs Redis ran: each is a fallback after NOSCRIPT. */
-async function evalCalls(admin: Redis): Promise<number> {
+/**
+ * How many EVALs Redis ran, each a fallback after NOSCRIPT, and how many times the function
+ * library was loaded, each after FCALL found it missing (or at the first call).
+ */
+async function fallbacks(admin: Redis): Promise<{ evals: number; loads: number }> {
   const stats = await admin.info('commandstats');
-  return Number(/^cmdstat_eval:calls=(\d+)/m.exec(stats)?.[1] ?? 0);
+  return {
+    evals: Number(/^cmdstat_eval:calls=(\d+)/m.exec(stats)?.[1] ?? 0),
+    loads: Number(/^cmdstat_function\|load:calls=(\d+)/m.exec(stats)?.[1] ?? 0),
+  };
 }
 
 // The adapters take the cases in turn: each runs two of them.
 for (const [i, [name, options]] of CASES.entries()) {
   const driver = DRIVERS[i % DRIVERS.length] as (typeof DRIVERS)[number];
-  it(`admits exactly the limit with ${name} on ${driver.name} while scripts are flushed`, async () => {
+  it(`admits exactly the limit with ${name} on ${driver.name} while functions and scripts are flushed`, async () => {
     const server = await ownRedis();
     // The default 50 ms deadline: a Redis that answers NOSCRIPT is answering, so nothing degrades.
     const app = await faultApp(driver, server, options);
     const admin = new Redis(server.url);
-    const evalsBefore = await evalCalls(admin);
+    const before = await fallbacks(admin);
     // 20 in flight, 1500 requests over 10 identities, then the load ends by itself.
     const load = startLoad(app.url, {
       concurrency: 20,
@@ -53,6 +60,7 @@ for (const [i, [name, options]] of CASES.entries()) {
     const flushes: number[] = [];
     const flusher = (async () => {
       while (running) {
+        await admin.call('FUNCTION', 'FLUSH');
         await admin.script('FLUSH');
         flushes.push(now());
         await sleep(20);
@@ -61,7 +69,7 @@ for (const [i, [name, options]] of CASES.entries()) {
     const samples = await load.done;
     running = false;
     await flusher;
-    const evals = (await evalCalls(admin)) - evalsBefore;
+    const after = await fallbacks(admin);
     admin.disconnect();
 
     expect(app.failures).toEqual([]);
@@ -76,10 +84,12 @@ for (const [i, [name, options]] of CASES.entries()) {
         refused: PER_USER - LIMIT,
       });
     }
-    // The flushes fell while requests were still being admitted, and calls did meet NOSCRIPT.
+    // The flushes fell while requests were still being admitted, and calls did find the library
+    // missing and meet NOSCRIPT.
     const admittedAt = samples.filter((s) => s.status === 200).map((s) => s.sentAt);
     const lastAdmitted = Math.max(...admittedAt);
     expect(flushes.filter((at) => at < lastAdmitted).length).toBeGreaterThanOrEqual(5);
-    expect(evals).toBeGreaterThanOrEqual(5);
+    expect(after.loads - before.loads).toBeGreaterThanOrEqual(5);
+    expect(after.evals - before.evals).toBeGreaterThanOrEqual(5);
   });
 }

@@ -11,10 +11,12 @@ import {
   type PolicyOptions,
   type RedisClient,
 } from '../../packages/core/src/index.ts';
+import { library } from '../../packages/core/src/scripts.generated.ts';
 import { driver } from '../adapters/express.ts';
 import { uniquePrefix } from './clients.ts';
 import { freePort } from './redis-server.ts';
 import { failOnError } from './store-errors.ts';
+import { waitFor } from './wait-for.ts';
 
 /** Counts are what these suites measure: any store error fails the test, rather than degrading. */
 export const STEADY = { onError: failOnError };
@@ -52,6 +54,64 @@ export async function commandCalls(servers: readonly Redis[], command: string): 
   const pattern = new RegExp(`cmdstat_${command}:calls=(\\d+)`);
   const stats = await Promise.all(servers.map((server) => server.info('commandstats')));
   return stats.reduce((sum, text) => sum + Number(text.match(pattern)?.[1] ?? 0), 0);
+}
+
+/**
+ * Calls since the last CONFIG RESETSTAT that ran Sentinel's code, however sent: FCALL of its
+ * function library, EVALSHA or EVAL of a script.
+ */
+export async function scriptCalls(servers: readonly Redis[]): Promise<number> {
+  let sum = 0;
+  for (const command of ['fcall', 'evalsha', 'eval']) sum += await commandCalls(servers, command);
+  return sum;
+}
+
+/**
+ * A limiter on `client` runs by FCALL once its function library is on every server, and a call
+ * that finds neither the library nor the script (FUNCTION FLUSH and SCRIPT FLUSH on every node)
+ * is sent again until it runs, counted once; the library is then loaded again. `admins` are
+ * plain connections to every server.
+ */
+export async function expectFlushRecovery(client: RedisClient, admins: readonly Redis[]) {
+  const limiter = createLimiter({
+    ...STEADY,
+    redis: client,
+    prefix: uniquePrefix('flush'),
+    limit: 5,
+    window: '1d',
+  });
+  const loaded = async () => {
+    for (const admin of admins) {
+      const found = await admin.call('FUNCTION', 'LIST', 'LIBRARYNAME', library.name);
+      if ((found as unknown[]).length === 0) return false;
+    }
+    return true;
+  };
+  const resetStats = () => Promise.all(admins.map((admin) => admin.config('RESETSTAT')));
+  // The first call runs as a script and starts the library's load on every server.
+  expect((await limiter.consume('tenant')).remaining).toBe(4);
+  await waitFor(loaded, 5_000, 'the function library on every server');
+  await resetStats();
+  expect((await limiter.consume('tenant')).remaining).toBe(3);
+  expect([await commandCalls(admins, 'fcall'), await scriptCalls(admins)]).toEqual([1, 1]);
+
+  await Promise.all(admins.map((admin) => admin.call('FUNCTION', 'FLUSH')));
+  await Promise.all(admins.map((admin) => admin.script('FLUSH')));
+  await resetStats();
+  const decision = await limiter.consume('tenant');
+  expect(decision).toMatchObject({ allowed: true, remaining: 2 });
+  expect(decision.degraded).toBeUndefined();
+  // FCALL found no function and EVALSHA no script, so neither ran: EVAL ran the call, once.
+  expect({
+    fcall: await commandCalls(admins, 'fcall'),
+    evalsha: await commandCalls(admins, 'evalsha'),
+    eval: await commandCalls(admins, 'eval'),
+  }).toEqual({ fcall: 1, evalsha: 1, eval: 1 });
+  await waitFor(loaded, 5_000, 'the function library loaded again on every server');
+  await resetStats();
+  expect((await limiter.consume('tenant')).remaining).toBe(1);
+  expect(await commandCalls(admins, 'fcall')).toBe(1);
+  await limiter.close();
 }
 
 /**

@@ -49,6 +49,16 @@ export function clientOf(url: string, options: RedisOptions = {}): Redis {
   return client;
 }
 
+/**
+ * The URL of a user on `server` whom ACLs deny Redis functions (FUNCTION, FCALL), as a Redis
+ * before 7.0 would: its limiters run Sentinel's code as scripts, by EVALSHA. Made through `admin`.
+ */
+export async function scriptsOnlyUrl(admin: Redis, server: RedisProcess): Promise<string> {
+  const denied = ['-function', '-fcall', '-fcall_ro'];
+  await admin.acl('SETUSER', 'scripts-only', 'on', '>scripts-only', '~*', '+@all', ...denied);
+  return server.url.replace('redis://', 'redis://scripts-only:scripts-only@');
+}
+
 /** Closes the limiter after the test. */
 export function owned<L extends Limiter>(limiter: L): L {
   limiters.push(limiter);

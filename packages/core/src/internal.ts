@@ -8,6 +8,6 @@ export {
   routeLayering,
 } from './adapter-options.ts';
 export { mergeHttpLimiterOptions } from './http/http-limiter.ts';
-// The Lua scripts, for the bench's measure of what each costs Redis.
-export { type LuaScript, type ScriptName, scripts } from './scripts.generated.ts';
+// The Lua scripts and the function library, for the bench's measure of what each costs Redis.
+export { type LuaScript, library, type ScriptName, scripts } from './scripts.generated.ts';
 export { checkFunction, checkObject, checkOneOf, describe, fail } from './validation.ts';

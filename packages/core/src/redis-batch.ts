@@ -1,5 +1,6 @@
 // Decisions that arrive together share one script call: one batch per server (per slot on a
 // Cluster), sent once the event loop has read everything that came in with them.
+import type { FunctionLibrary } from './function-library.ts';
 import type { RedisCall, Send } from './redis-call.ts';
 import type { RedisConnection } from './redis-connection.ts';
 import type { RedisNode } from './redis-node.ts';
@@ -81,11 +82,13 @@ class BatchCall implements ScriptCall {
 
 export class RedisBatches {
   readonly #client: RedisConnection;
+  readonly #functions: FunctionLibrary;
   /** Open batches by group: a server, or a server's slot on a Cluster. */
   readonly #open = new Map<string, Member[]>();
 
-  constructor(client: RedisConnection) {
+  constructor(client: RedisConnection, functions: FunctionLibrary) {
     this.#client = client;
+    this.#functions = functions;
   }
 
   /**
@@ -153,6 +156,7 @@ export class RedisBatches {
     }
     evaluateScript(
       this.#client,
+      this.#functions,
       node,
       batchScript(members),
       keys,

@@ -6,6 +6,9 @@ import { describe, fail } from './validation.ts';
 export interface RedisConnection {
   evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   eval(source: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  fcall(name: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  /** Loads a function library, replacing one of its name, on the server or every Cluster master. */
+  loadLibrary(source: string): Promise<unknown>;
   del(keys: readonly string[]): Promise<unknown>;
   /** `'ready'` to send now; otherwise connecting, reconnecting or closed. */
   isReady(): boolean;
@@ -57,6 +60,8 @@ export interface IoredisLikeClient {
   readonly status: string;
   evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
   eval(source: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  fcall(name: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  call(command: string, ...args: string[]): Promise<unknown>;
   del(...keys: string[]): Promise<number>;
   connect(): Promise<void>;
   quit(): Promise<unknown>;
@@ -66,7 +71,11 @@ export interface IoredisLikeClient {
   /** True for a `Cluster`. */
   readonly isCluster?: boolean;
   /** A `Cluster`'s connections to its nodes, by role. */
-  nodes?(role: 'master'): ReadonlyArray<{ readonly status: string; connect(): Promise<void> }>;
+  nodes?(role: 'master'): ReadonlyArray<{
+    readonly status: string;
+    connect(): Promise<void>;
+    call(command: string, ...args: string[]): Promise<unknown>;
+  }>;
   /** A `Cluster`'s slot table: for each slot, its master's `host:port` first. */
   readonly slots?: ReadonlyArray<readonly string[] | undefined>;
 }
@@ -77,6 +86,8 @@ export interface NodeRedisLikeClient {
   readonly isReady?: boolean;
   evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   eval(source: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  fCall(name: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  functionLoad?(source: string, options: { REPLACE: boolean }): Promise<unknown>;
   del(keys: string[]): Promise<number>;
   quit?(): Promise<unknown>;
   close?(): Promise<unknown>;
@@ -86,6 +97,9 @@ export interface NodeRedisLikeClient {
   off(event: 'ready' | 'connect', listener: () => void): unknown;
   /** A cluster's slot table: for each slot, its master. */
   readonly slots?: ReadonlyArray<{ readonly master?: { readonly address?: string } } | undefined>;
+  /** A cluster's masters, and the client of each. */
+  readonly masters?: readonly unknown[];
+  nodeClient?(node: unknown): Promise<NodeRedisLikeClient> | NodeRedisLikeClient;
 }
 
 export type SupportedRedisClient = IoredisLikeClient | NodeRedisLikeClient;
@@ -109,6 +123,15 @@ function fromIoredis(client: IoredisLikeClient): RedisConnection {
   return {
     evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args),
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
+    fcall: (name, keys, args) => client.fcall(name, keys.length, ...keys, ...args),
+    loadLibrary: (source) =>
+      client.isCluster === true
+        ? Promise.all(
+            (client.nodes?.('master') ?? []).map((node) =>
+              node.call('FUNCTION', 'LOAD', 'REPLACE', source),
+            ),
+          )
+        : client.call('FUNCTION', 'LOAD', 'REPLACE', source),
     del: (keys) => client.del(...keys),
     isReady: () => client.status === 'ready',
     isClosed: () => IOREDIS_CLOSED.has(client.status),
@@ -139,11 +162,24 @@ function fromIoredis(client: IoredisLikeClient): RedisConnection {
   };
 }
 
+/** Loads a function library through one node-redis client. */
+async function loadOn(client: NodeRedisLikeClient | undefined, source: string): Promise<unknown> {
+  if (client?.functionLoad === undefined) throw new Error('This client cannot load functions');
+  return client.functionLoad(source, { REPLACE: true });
+}
+
 function fromNodeRedis(client: NodeRedisLikeClient): RedisConnection {
   let opened = client.isOpen;
   return {
     evalsha: (sha1, keys, args) => client.evalSha(sha1, { keys: [...keys], arguments: [...args] }),
     eval: (source, keys, args) => client.eval(source, { keys: [...keys], arguments: [...args] }),
+    fcall: (name, keys, args) => client.fCall(name, { keys: [...keys], arguments: [...args] }),
+    loadLibrary: (source) =>
+      client.masters === undefined
+        ? loadOn(client, source)
+        : Promise.all(
+            client.masters.map(async (master) => loadOn(await client.nodeClient?.(master), source)),
+          ),
     del: (keys) => client.del([...keys]),
     // node-redis 5 clusters have no isReady: open is as ready as they say.
     isReady: () => client.isReady ?? client.isOpen,

@@ -2,6 +2,7 @@
 // under a deadline that tells a silent Redis from a busy process.
 import calculateSlot from 'cluster-key-slot';
 import { SentinelError } from './errors.ts';
+import { FunctionLibrary } from './function-library.ts';
 import { listeningTime } from './listening-time.ts';
 import { RedisBatches } from './redis-batch.ts';
 import { BACKSTOP_TIMEOUTS, giveUpLead, RedisCall } from './redis-call.ts';
@@ -59,6 +60,7 @@ const REDIS_STORE_OPTION_NAMES = Object.keys(REDIS_STORE_OPTIONS);
 
 export class RedisStore implements Store {
   readonly #client: RedisConnection;
+  readonly #functions: FunctionLibrary;
   readonly #unsubscribe: () => void;
   readonly #timeout: number;
   /** The silence after which a call gives up, unstretched: the timeout less the lead. */
@@ -100,7 +102,8 @@ export class RedisStore implements Store {
     checkPositiveInteger(timeout, 'timeout');
     checkPositiveInteger(connectTimeout, 'connectTimeout');
     this.#client = toRedisConnection(client);
-    this.#batches = new RedisBatches(this.#client);
+    this.#functions = new FunctionLibrary(this.#client);
+    this.#batches = new RedisBatches(this.#client, this.#functions);
     this.#timeout = timeout;
     this.#firstDue = timeout - giveUpLead(timeout);
     this.#backstop = timeout * BACKSTOP_TIMEOUTS;
@@ -118,7 +121,15 @@ export class RedisStore implements Store {
       // Built only for a call sent alone. The fourth argument, the expiry, is written by the
       // evaluator at each send.
       const argv = [now === undefined ? '' : String(now), String(cost), mode(request), '', ...args];
-      const reply = await evaluateScript(this.#client, node, scripts[script], keys, argv, call);
+      const reply = await evaluateScript(
+        this.#client,
+        this.#functions,
+        node,
+        scripts[script],
+        keys,
+        argv,
+        call,
+      );
       return reply && decodeReply(reply, now ?? call.clock);
     };
     // A caller's clock differs call by call, while a batch runs on one.

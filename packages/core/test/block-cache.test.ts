@@ -2,6 +2,7 @@
 // in calls a real Redis server received, and never an admission Redis would not make.
 import { describe, expect, it } from 'vitest';
 import { uniquePrefix } from '../../../test/harness/clients.ts';
+import { scriptCalls } from '../../../test/harness/connection-checks.ts';
 import { clientOf, owned, ownServer } from '../../../test/harness/own-redis.ts';
 import { failOnError } from '../../../test/harness/store-errors.ts';
 import { createLimiter, type LimiterOptions } from '../src/index.ts';
@@ -23,11 +24,14 @@ async function setup(options: Partial<LimiterOptions> = {}) {
       ...options,
     }),
   );
-  /** Script calls Redis has run since the last look. */
+  // Connects, and loads Sentinel's code, so the counts below are of decisions only.
+  await limiter.peek('warm-up');
+  await admin.config('RESETSTAT');
+  /** Calls that ran Sentinel's code since the last look. */
   const calls = async () => {
-    const info = await admin.info('commandstats');
+    const count = await scriptCalls([admin]);
     await admin.config('RESETSTAT');
-    return Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
+    return count;
   };
   return { limiter, clock, calls };
 }

@@ -145,6 +145,9 @@ function persisting(redis: Redis): IoredisLikeClient {
       thenPersist((tx) => tx.evalsha(sha1, numKeys, ...keysAndArgs), keysAndArgs.slice(0, numKeys)),
     eval: (source, numKeys, ...keysAndArgs) =>
       thenPersist((tx) => tx.eval(source, numKeys, ...keysAndArgs), keysAndArgs.slice(0, numKeys)),
+    fcall: (name, numKeys, ...keysAndArgs) =>
+      thenPersist((tx) => tx.fcall(name, numKeys, ...keysAndArgs), keysAndArgs.slice(0, numKeys)),
+    call: (command, ...args) => redis.call(command, ...args),
     del: (...keys) => redis.del(...keys),
     connect: () => redis.connect(),
     on: (event, listener) => redis.on(event, listener),

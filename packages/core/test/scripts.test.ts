@@ -3,9 +3,10 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENTS, connect, uniquePrefix } from '../../../test/harness/clients.ts';
+import { scriptsOnlyUrl } from '../../../test/harness/own-redis.ts';
 import { type RedisProcess, startRedis } from '../../../test/harness/redis-server.ts';
 import { ALGORITHMS, createLimiter, RedisStore, type SentinelError } from '../src/index.ts';
-import { type ScriptName, scripts } from '../src/scripts.generated.ts';
+import { library, type ScriptName, scripts } from '../src/scripts.generated.ts';
 import { decodeReply, isExpired } from '../src/store-reply.ts';
 
 const run = promisify(execFile);
@@ -28,6 +29,45 @@ describe('the generated module', () => {
     async (name) => {
       const redis = connect();
       expect(await redis.script('LOAD', scripts[name].source)).toBe(scripts[name].sha1);
+    },
+  );
+
+  it.each(Object.keys(scripts) as ScriptName[])(
+    'holds %s in its function library, which answers as the script does',
+    async (name) => {
+      const redis = connect();
+      expect(await redis.call('FUNCTION', 'LOAD', 'REPLACE', library.source)).toBe(library.name);
+      const algorithm = name === 'mixed' || name === 'batch' ? 'gcra' : name.replace('batch-', '');
+      const now = String(Date.now());
+      // Two requests of cost 2 at limit 7, three times: state read, written, read again.
+      const args = name.startsWith('batch')
+        ? [now, '', '-2', '1', '1', algorithm, '7', '60001', '0', '1', '2', '1']
+        : [now, '2', '1', '', algorithm, '7', '60001', '0'];
+      const keys = (prefix: string) =>
+        name.startsWith('batch') ? [`${prefix}:{a}:p`, `${prefix}:{a}:p`] : [`${prefix}:{a}:p`];
+      const [byScript, byFunction] = [uniquePrefix(), uniquePrefix()];
+      for (let i = 0; i < 3; i++) {
+        const script = (await redis.evalsha(
+          scripts[name].sha1,
+          keys(byScript).length,
+          ...keys(byScript),
+          ...args,
+        )) as number[];
+        const fn = (await redis.fcall(
+          scripts[name].function,
+          keys(byFunction).length,
+          ...keys(byFunction),
+          ...args,
+        )) as number[];
+        // All but the Redis clock, which ends both replies.
+        expect(fn.slice(0, -1)).toEqual(script.slice(0, -1));
+      }
+      // A string, or the sliding log's sorted set.
+      const state = async (key: string) =>
+        (await redis.type(key)) === 'zset'
+          ? redis.zrange(key, '0', '-1', 'WITHSCORES')
+          : redis.get(key);
+      expect(await state(`${byFunction}:{a}:p`)).toEqual(await state(`${byScript}:{a}:p`));
     },
   );
 });
@@ -109,8 +149,74 @@ describe('the script evaluator', () => {
     return match ? Number(match[1]) : 0;
   }
 
-  it('recovers from SCRIPT FLUSH with one EVAL, counting the request once', async () => {
+  /** Calls that ran Sentinel's code, however sent. */
+  async function scriptCalls(): Promise<number> {
+    return (
+      (await commandCalls('fcall')) + (await commandCalls('evalsha')) + (await commandCalls('eval'))
+    );
+  }
+
+  it('runs calls by FCALL once its library is loaded, and recovers from FUNCTION FLUSH', async () => {
     const redis = connect('ioredis 6', server.url);
+    const limiter = createLimiter({ redis, limit: 10, window: '1h', prefix: uniquePrefix() });
+    // The first call runs as a script while the library loads.
+    expect((await limiter.consume('flush')).remaining).toBe(9);
+    await redis.config('RESETSTAT');
+    expect((await limiter.consume('flush')).remaining).toBe(8);
+    expect([await commandCalls('fcall'), await scriptCalls()]).toEqual([1, 1]);
+    await redis.function('FLUSH');
+    await redis.config('RESETSTAT');
+    const after = await limiter.consume('flush');
+    expect(after.degraded).toBeUndefined();
+    expect(after.remaining).toBe(7);
+    // FCALL found no function, so nothing ran: the call went again as a script, counted once,
+    // while the library was loaded anew.
+    expect({
+      fcall: await commandCalls('fcall'),
+      evalsha: await commandCalls('evalsha'),
+      load: await commandCalls('function\\|load'),
+    }).toEqual({ fcall: 1, evalsha: 1, load: 1 });
+    expect((await limiter.consume('flush')).remaining).toBe(6);
+    expect(await commandCalls('fcall')).toBe(2);
+    await limiter.close();
+  });
+
+  it.each([
+    ['FUNCTION and FCALL', ['-function', '-fcall']],
+    ['FCALL alone', ['-fcall']],
+  ])('runs as scripts, exactly, for a user whom ACLs deny %s', async (_, denied) => {
+    const admin = connect('ioredis 6', server.url);
+    const user = `denied-${denied.length}`;
+    await admin.acl('SETUSER', user, 'on', `>${user}`, '~*', '+@all', ...denied);
+    await admin.config('RESETSTAT');
+    const redis = connect('ioredis 6', server.url.replace('redis://', `redis://${user}:${user}@`));
+    const errors: SentinelError[] = [];
+    const limiter = createLimiter({
+      redis,
+      limit: 3,
+      window: '1h',
+      prefix: uniquePrefix(),
+      onError: (error) => errors.push(error),
+    });
+    const decisions = [];
+    for (let i = 0; i < 5; i++) decisions.push(await limiter.consume('denied'));
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, false]);
+    expect(errors).toEqual([]);
+    // Refused once at most, then never sent again.
+    const fcall = /cmdstat_fcall:calls=(\d+),.*rejected_calls=(\d+)/.exec(
+      await admin.info('commandstats'),
+    );
+    expect([Number(fcall?.[1] ?? 0), Number(fcall?.[2] ?? 0)]).toEqual([
+      0,
+      denied.includes('-function') ? 0 : 1,
+    ]);
+    await limiter.close();
+  });
+
+  // Where Redis functions are missing (before Redis 7) or denied, calls run as scripts.
+  it('recovers from SCRIPT FLUSH with one EVAL, counting the request once', async () => {
+    const admin = connect('ioredis 6', server.url);
+    const redis = connect('ioredis 6', await scriptsOnlyUrl(admin, server));
     const limiter = createLimiter({ redis, limit: 10, window: '1h', prefix: uniquePrefix() });
     expect((await limiter.consume('flush')).remaining).toBe(9);
     await redis.script('FLUSH');
@@ -144,8 +250,7 @@ describe('the script evaluator', () => {
     expect(decision.degraded).toBe('allow');
     expect(errors.map((error) => error.code)).toEqual(['STORE_FAILED']);
     expect(errors[0]?.message).toContain('WRONGTYPE');
-    expect(await commandCalls('evalsha')).toBe(1);
-    expect(await commandCalls('eval')).toBe(0);
+    expect(await scriptCalls()).toBe(1);
     await limiter.close();
   });
 
