@@ -2,7 +2,7 @@
 // redis-benchmark repeats. Keys carry `__rand_int__`, which redis-benchmark replaces with one of
 // LOAD.keys numbers, and a prefix per contender, so no two contenders share (or mistype) a key.
 import { ALGORITHMS } from '@sentinel/core';
-import { scripts } from '@sentinel/core/internal';
+import { library, scripts } from '@sentinel/core/internal';
 import type { Redis } from 'ioredis';
 import { RedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
@@ -13,12 +13,22 @@ import {
   REFERENCE_SCRIPT_WITH_TIME,
 } from '../reference-script.ts';
 
-export type ContenderKind = 'sentinel' | 'floor' | 'reference' | 'baseline' | 'peer';
+/** `sentinel` runs by FCALL, as Sentinel calls Redis 7; `sentinel-script` by EVALSHA, as before. */
+export type ContenderKind =
+  | 'sentinel'
+  | 'sentinel-script'
+  | 'floor'
+  | 'reference'
+  | 'baseline'
+  | 'peer';
 
 export interface ScriptContender {
   readonly name: string;
   readonly kind: ContenderKind;
-  /** The command as redis-benchmark takes it: `evalsha <sha> 1 <key> ...argv`, or a bare one. */
+  /**
+   * The command as redis-benchmark takes it: `fcall <function> 1 <key> ...argv`,
+   * `evalsha <sha> 1 <key> ...argv`, or a bare one.
+   */
   readonly command: readonly string[];
   /** The commandstats entry whose usec_per_call is this contender's Redis CPU per call. */
   readonly stat: string;
@@ -72,10 +82,18 @@ async function redisStoreScript(): Promise<string> {
 interface ScriptSpec {
   readonly name: string;
   readonly kind: ContenderKind;
-  /** The Lua, or for a plain command its name: then `argv` follows the key. */
-  readonly source: string | { readonly command: string };
+  /**
+   * The Lua; or a function of Sentinel's library; or for a plain command its name, then `argv`
+   * follows the key.
+   */
+  readonly source: string | { readonly function: string } | { readonly command: string };
   /** ARGV; KEYS is always one key. */
   readonly argv: readonly string[];
+}
+
+function sentinelArgv(algorithm: string): string[] {
+  const { limit, windowMs } = POLICY;
+  return ['', '1', '1', '', algorithm, String(limit), String(windowMs), '0'];
 }
 
 async function scriptSpecs(): Promise<ScriptSpec[]> {
@@ -90,9 +108,16 @@ async function scriptSpecs(): Promise<ScriptSpec[]> {
     ...SENTINEL.map((name) => ({
       name,
       kind: 'sentinel' as const,
-      source: scripts[name].source,
-      argv: ['', '1', '1', '', name, String(limit), String(windowMs), '0'],
+      source: { function: scripts[name].function },
+      argv: sentinelArgv(name),
     })),
+    // What Sentinel sends where Redis has no functions (before 7.0) or ACLs deny them.
+    {
+      name: 'token-bucket by EVALSHA',
+      kind: 'sentinel-script',
+      source: scripts['token-bucket'].source,
+      argv: sentinelArgv('token-bucket'),
+    },
     { name: 'floor', kind: 'floor', source: FLOOR_SCRIPT, argv: [] },
     {
       name: 'minimal token bucket',
@@ -135,7 +160,17 @@ async function scriptSpecs(): Promise<ScriptSpec[]> {
 /** Loads every script and returns the contenders in the order the table shows them. */
 export async function loadContenders(admin: Redis): Promise<ScriptContender[]> {
   const contenders: ScriptContender[] = [];
+  await admin.call('FUNCTION', 'LOAD', 'REPLACE', library.source);
   for (const [i, { name, kind, source, argv }] of (await scriptSpecs()).entries()) {
+    if (typeof source !== 'string' && 'function' in source) {
+      contenders.push({
+        name,
+        kind,
+        command: ['fcall', source.function, '1', key(String(i)), ...argv],
+        stat: 'fcall',
+      });
+      continue;
+    }
     if (typeof source !== 'string') {
       contenders.push({
         name,
@@ -165,7 +200,7 @@ export async function loadContenders(admin: Redis): Promise<ScriptContender[]> {
     // Sentinel's scripts must decide, not return early on arguments they do not read: an
     // admission, one policy's four fields, and the Redis clock.
     if (
-      contender.kind === 'sentinel' &&
+      contender.kind.startsWith('sentinel') &&
       !(Array.isArray(reply) && reply.length === 6 && reply[0] === 1)
     ) {
       throw new Error(`${contender.name} did not decide on Redis: ${JSON.stringify(reply)}`);

@@ -61,7 +61,8 @@ interface Saturated {
 }
 
 /** What the bench's own clients send besides the decisions: not part of a decision's cost. */
-const OVERHEAD = /^(eval|evalsha|info|ping|hello|select|quit|(client|config|script|command)\|.*)$/;
+const OVERHEAD =
+  /^(fcall|eval|evalsha|info|ping|hello|select|quit|(client|config|script|command|function)\|.*)$/;
 
 function sentinelVariant(name: string, limiter: Limiter): Variant {
   return {
@@ -108,7 +109,7 @@ function throughput(redis: BenchRedis, v: Variant, seconds: number, tally: Tally
     let usec = 0;
     let commands = 0;
     for (const [command, stat] of await commandStats(redis.admin)) {
-      if (command === 'evalsha' || command === 'eval') usec += stat.calls * stat.usecPerCall;
+      if (['fcall', 'evalsha', 'eval'].includes(command)) usec += stat.calls * stat.usecPerCall;
       else if (!OVERHEAD.test(command)) commands += stat.calls;
     }
     tally.calls += calls;
