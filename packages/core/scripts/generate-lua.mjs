@@ -62,9 +62,9 @@ const entries = [
 // Redis 7 and later also hold all of it as one function library, loaded once per server: FCALL
 // then runs an entry without defining the prelude and the algorithms again, which costs Redis a
 // fifth of a one-policy call. The entries read KEYS and ARGV, which FCALL passes as arguments
-// rather than globals, so the library keeps them where the entries find them. Its name and its
-// functions' carry a digest of its code, since every library's functions share one namespace:
-// instances of different versions sharing a Redis each call their own.
+// rather than globals, so the library keeps them where the entries find them. The library and
+// its functions are named after a digest of its code, since every library's functions share one
+// namespace: instances of different versions sharing a Redis each call their own.
 const libraryCode = [
   'local KEYS, ARGV',
   prelude,
