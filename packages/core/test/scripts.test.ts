@@ -1,9 +1,16 @@
 // The compiled-in scripts: current with lua/, known to Redis by the SHA the code expects, integer replies.
 import { execFile } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENTS, connect, uniquePrefix } from '../../../test/harness/clients.ts';
-import { scriptsOnlyUrl } from '../../../test/harness/own-redis.ts';
+import {
+  clientOf,
+  limiterOn,
+  ownServer,
+  scriptsOnlyUrl,
+  waitFor,
+} from '../../../test/harness/own-redis.ts';
 import { type RedisProcess, startRedis } from '../../../test/harness/redis-server.ts';
 import { ALGORITHMS, createLimiter, RedisStore, type SentinelError } from '../src/index.ts';
 import { library, type ScriptName, scripts } from '../src/scripts.generated.ts';
@@ -261,5 +268,51 @@ describe('the script evaluator', () => {
     expect((await limiter.consume('a')).allowed).toBe(false);
     await limiter.close();
     store.close();
+  });
+});
+
+describe('the function library', () => {
+  // Past busy-reply-threshold, a script that runs on makes Redis answer everything else BUSY: a
+  // load that fails without refusing functions, which is tried again a second later.
+  it('is loaded again a second after a load that Redis answered BUSY, with scripts meanwhile', async () => {
+    const server = await ownServer();
+    const admin = clientOf(server.url);
+    await admin.config('SET', 'busy-reply-threshold', '20');
+    const { limiter, errors } = limiterOn(clientOf(server.url), { breaker: false });
+    await admin.ping();
+    const busy = clientOf(server.url).eval(
+      "local t = redis.call('TIME'); local s = t[1] * 1000000 + t[2]; local n " +
+        "repeat n = redis.call('TIME') until n[1] * 1000000 + n[2] - s > 500000 return 1",
+      0,
+    );
+    // Until Redis answers BUSY; the script runs on for most of its 500 ms.
+    await waitFor(
+      () =>
+        admin.ping().then(
+          () => false,
+          (error: Error) => error.message.startsWith('BUSY'),
+        ),
+      5_000,
+      'Redis answering BUSY',
+    );
+    // The store's first call: the load and the call meet BUSY.
+    expect((await limiter.consume('a')).degraded).toBe('allow');
+    expect(errors.map((error) => error.message)).toEqual([expect.stringContaining('BUSY')]);
+    await busy;
+    await admin.config('RESETSTAT');
+    const calls = async (command: string) =>
+      Number(
+        new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await admin.info('commandstats'))?.[1] ??
+          0,
+      );
+    // Within the second, scripts decide; then a call starts the load again, and the next goes
+    // by FCALL.
+    expect((await limiter.consume('a')).remaining).toBe(9);
+    expect(await calls('function\\|load')).toBe(0);
+    await sleep(1_100);
+    expect((await limiter.consume('a')).remaining).toBe(8);
+    expect(await calls('function\\|load')).toBe(1);
+    expect((await limiter.consume('a')).remaining).toBe(7);
+    expect(await calls('fcall')).toBe(1);
   });
 });
