@@ -183,7 +183,10 @@ export class RedisBatches {
   }
 }
 
-/** The batch script holding only the one algorithm every member uses, if they share one. */
+/**
+ * The batch script holding only the one algorithm every member uses, if they share one: a script
+ * defines its algorithms on every call. By FCALL, each runs as the library's one batch function.
+ */
 function batchScript(members: readonly Member[]): LuaScript {
   const { script } = members[0] as Member;
   if (script === 'mixed' || members.some((m) => m.script !== script)) return scripts.batch;
