@@ -49,13 +49,13 @@ export class FunctionLibrary {
   #load(now: number): void {
     this.#state = 'loading';
     this.#at = now;
-    const sent = now;
     this.#client.loadLibrary(library.source).then(
       () => {
-        if (this.#state === 'loading' && this.#at === sent) this.#state = 'loaded';
+        // Unless a later load, sent after this one went unanswered too long, has taken over.
+        if (this.#state === 'loading' && this.#at === now) this.#state = 'loaded';
       },
       (error: unknown) => {
-        if (this.#state !== 'loading' || this.#at !== sent) return;
+        if (this.#state !== 'loading' || this.#at !== now) return;
         if (isRefusal(error, this.#client)) {
           this.#state = 'unsupported';
         } else {
