@@ -5,6 +5,10 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENTS, connect, uniquePrefix } from '../../../test/harness/clients.ts';
 import {
+  commandCalls as commandCallsOn,
+  scriptCalls as scriptCallsOn,
+} from '../../../test/harness/connection-checks.ts';
+import {
   clientOf,
   limiterOn,
   ownServer,
@@ -150,18 +154,11 @@ describe('the script evaluator', () => {
     await server.stop();
   });
 
-  async function commandCalls(command: string): Promise<number> {
-    const info = await connect('ioredis 6', server.url).info('commandstats');
-    const match = new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info);
-    return match ? Number(match[1]) : 0;
-  }
-
+  /** Calls of `command` on this file's server since its last CONFIG RESETSTAT. */
+  const commandCalls = (command: string) =>
+    commandCallsOn([connect('ioredis 6', server.url)], command);
   /** Calls that ran Sentinel's code, however sent. */
-  async function scriptCalls(): Promise<number> {
-    return (
-      (await commandCalls('fcall')) + (await commandCalls('evalsha')) + (await commandCalls('eval'))
-    );
-  }
+  const scriptCalls = () => scriptCallsOn([connect('ioredis 6', server.url)]);
 
   it('runs calls by FCALL once its library is loaded, and recovers from FUNCTION FLUSH', async () => {
     const redis = connect('ioredis 6', server.url);
@@ -300,11 +297,7 @@ describe('the function library', () => {
     expect(errors.map((error) => error.message)).toEqual([expect.stringContaining('BUSY')]);
     await busy;
     await admin.config('RESETSTAT');
-    const calls = async (command: string) =>
-      Number(
-        new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await admin.info('commandstats'))?.[1] ??
-          0,
-      );
+    const calls = (command: string) => commandCallsOn([admin], command);
     // Within the second, scripts decide; then a call starts the load again, and the next goes
     // by FCALL.
     expect((await limiter.consume('a')).remaining).toBe(9);
