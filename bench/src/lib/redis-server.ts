@@ -86,6 +86,12 @@ export async function startRedis(): Promise<BenchRedis> {
   };
 }
 
+/**
+ * The commands that run a limiter's Lua: FCALL of Sentinel's function library once it is loaded,
+ * EVALSHA, and EVAL after NOSCRIPT.
+ */
+export const SCRIPT_COMMANDS: readonly string[] = ['fcall', 'evalsha', 'eval'];
+
 /** Microseconds of Redis CPU per call, by command, since the last CONFIG RESETSTAT. */
 export async function commandStats(
   admin: Redis,

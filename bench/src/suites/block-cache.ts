@@ -3,7 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLimiter } from '@sentinel/core';
 import { alternate, type BenchConfig, median, type SuiteReport } from '../lib/measure.ts';
-import { type BenchRedis, commandStats, startRedis } from '../lib/redis-server.ts';
+import { type BenchRedis, commandStats, SCRIPT_COMMANDS, startRedis } from '../lib/redis-server.ts';
 
 const LIMIT = 50; // per second
 const SENT_PER_SECOND = LIMIT * 10;
@@ -32,9 +32,8 @@ async function abuse(redis: BenchRedis, blockCache: boolean, seconds: number): P
       const wait = started + requests * GAP_MS - performance.now();
       if (wait > 0) await sleep(wait);
     }
-    // Sentinel's calls, by FCALL once its library is loaded, by EVALSHA (and EVAL) before.
     const stats = await commandStats(redis.admin);
-    const calls = ['fcall', 'evalsha', 'eval'].reduce(
+    const calls = SCRIPT_COMMANDS.reduce(
       (sum, command) => sum + (stats.get(command)?.calls ?? 0),
       0,
     );

@@ -16,7 +16,7 @@ import {
   saturate,
   times,
 } from '../lib/measure.ts';
-import { type BenchRedis, commandStats, startRedis } from '../lib/redis-server.ts';
+import { type BenchRedis, commandStats, SCRIPT_COMMANDS, startRedis } from '../lib/redis-server.ts';
 
 const IN_FLIGHT = 256;
 const KEYS = 10_000;
@@ -109,7 +109,7 @@ function throughput(redis: BenchRedis, v: Variant, seconds: number, tally: Tally
     let usec = 0;
     let commands = 0;
     for (const [command, stat] of await commandStats(redis.admin)) {
-      if (['fcall', 'evalsha', 'eval'].includes(command)) usec += stat.calls * stat.usecPerCall;
+      if (SCRIPT_COMMANDS.includes(command)) usec += stat.calls * stat.usecPerCall;
       else if (!OVERHEAD.test(command)) commands += stat.calls;
     }
     tally.calls += calls;
