@@ -50,13 +50,25 @@ export function clientOf(url: string, options: RedisOptions = {}): Redis {
 }
 
 /**
+ * The URL of a user on `server`, named `user` (also its password), whom ACLs allow every command
+ * but those `denied` (ACL rules such as '-fcall'). Made through `admin`.
+ */
+export async function userUrl(
+  admin: Redis,
+  server: RedisProcess,
+  user: string,
+  denied: readonly string[],
+): Promise<string> {
+  await admin.acl('SETUSER', user, 'on', `>${user}`, '~*', '+@all', ...denied);
+  return server.url.replace('redis://', `redis://${user}:${user}@`);
+}
+
+/**
  * The URL of a user on `server` whom ACLs deny Redis functions (FUNCTION, FCALL), as a Redis
  * before 7.0 would: its limiters run Sentinel's code as scripts, by EVALSHA. Made through `admin`.
  */
-export async function scriptsOnlyUrl(admin: Redis, server: RedisProcess): Promise<string> {
-  const denied = ['-function', '-fcall', '-fcall_ro'];
-  await admin.acl('SETUSER', 'scripts-only', 'on', '>scripts-only', '~*', '+@all', ...denied);
-  return server.url.replace('redis://', 'redis://scripts-only:scripts-only@');
+export function scriptsOnlyUrl(admin: Redis, server: RedisProcess): Promise<string> {
+  return userUrl(admin, server, 'scripts-only', ['-function', '-fcall', '-fcall_ro']);
 }
 
 /** Closes the limiter after the test. */

@@ -13,6 +13,7 @@ import {
   limiterOn,
   ownServer,
   scriptsOnlyUrl,
+  userUrl,
   waitFor,
 } from '../../../test/harness/own-redis.ts';
 import { type RedisProcess, startRedis } from '../../../test/harness/redis-server.ts';
@@ -190,10 +191,9 @@ describe('the script evaluator', () => {
     ['FCALL alone', ['-fcall']],
   ])('runs as scripts, exactly, for a user whom ACLs deny %s', async (_, denied) => {
     const admin = connect('ioredis 6', server.url);
-    const user = `denied-${denied.length}`;
-    await admin.acl('SETUSER', user, 'on', `>${user}`, '~*', '+@all', ...denied);
+    const url = await userUrl(admin, server, `denied-${denied.length}`, denied);
     await admin.config('RESETSTAT');
-    const redis = connect('ioredis 6', server.url.replace('redis://', `redis://${user}:${user}@`));
+    const redis = connect('ioredis 6', url);
     const errors: SentinelError[] = [];
     const limiter = createLimiter({
       redis,
