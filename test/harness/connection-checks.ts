@@ -88,7 +88,8 @@ export async function expectFlushRecovery(client: RedisClient, admins: readonly 
     return true;
   };
   const resetStats = () => Promise.all(admins.map((admin) => admin.config('RESETSTAT')));
-  // The first call runs as a script and starts the library's load on every server.
+  // The first call tries FCALL; where a server lacks the library, it runs as a script and the
+  // library is loaded on every server.
   expect((await limiter.consume('tenant')).remaining).toBe(4);
   await waitFor(loaded, 5_000, 'the function library on every server');
   await resetStats();

@@ -2,43 +2,69 @@
 import type { RedisConnection } from './redis-connection.ts';
 import { library } from './scripts.generated.ts';
 
-/** How long a load may go unanswered before another may be tried. */
-const LOAD_WAIT_MS = 10_000;
+/** How long an FCALL try or a load may go unanswered before another may be sent. */
+const WAIT_MS = 10_000;
 /** How long after a failed load the next may be tried. */
 const RETRY_MS = 1_000;
 
 /**
  * Redis 7 and later keep functions: FCALL runs code defined once per server, where a script
- * defines its functions on every call, a fifth of a one-policy call's cost to Redis. Calls run as
- * scripts (EVALSHA) until the library is loaded on every server, then by FCALL; a server that has
- * lost it (a restart without persistence, FUNCTION FLUSH, a new Cluster master) answers that the
- * function is missing, and calls run as scripts again while it is loaded anew. A Redis without
- * functions (before 7.0), or a user whom ACLs deny them, keeps calls on scripts for good.
+ * defines its functions on every call, a fifth of a one-policy call's cost to Redis. The library
+ * is loaded only where a server says it is missing: another instance of this version has most
+ * often loaded it already, and loading it costs Redis a compile. So the store's first call tries
+ * FCALL while the others run as scripts (EVALSHA); once one FCALL has run, all go by FCALL. A
+ * server that answers that the function is missing (a cold server, a restart without
+ * persistence, FUNCTION FLUSH, a new Cluster master) has run nothing: calls run as scripts while
+ * the library is loaded on every server, then by FCALL again. A Redis without functions (before
+ * 7.0), or a user whom ACLs deny them, keeps calls on scripts for good.
  */
 export class FunctionLibrary {
   readonly #client: Pick<RedisConnection, 'loadLibrary' | 'isReplyError'>;
-  #state: 'unloaded' | 'loading' | 'loaded' | 'unsupported' = 'unloaded';
-  /** performance.now() when the last load was sent, or when the next may be. */
+  #state: 'untried' | 'trying' | 'usable' | 'loading' | 'unloaded' | 'unsupported' = 'untried';
+  /** performance.now() when the last FCALL try or load was sent, or when the next may be. */
   #at = Number.NEGATIVE_INFINITY;
 
   constructor(client: Pick<RedisConnection, 'loadLibrary' | 'isReplyError'>) {
     this.#client = client;
   }
 
-  /** Whether a call may be sent by FCALL now; the first asked while unloaded starts a load. */
+  /**
+   * Whether a call may be sent by FCALL now. While none has run, one call at a time tries it,
+   * and another may once that try has gone unanswered too long; a library that failed to load
+   * is loaded again once its retry time has come.
+   */
   usable(): boolean {
-    if (this.#state === 'loaded') return true;
+    if (this.#state === 'usable') return true;
     if (this.#state === 'unsupported') return false;
     const now = performance.now();
-    if (this.#state === 'unloaded' ? now >= this.#at : now - this.#at >= LOAD_WAIT_MS) {
+    if (this.#state === 'untried' || (this.#state === 'trying' && now - this.#at >= WAIT_MS)) {
+      this.#state = 'trying';
+      this.#at = now;
+      return true;
+    }
+    if (
+      this.#state === 'unloaded'
+        ? now >= this.#at
+        : this.#state === 'loading' && now - this.#at >= WAIT_MS
+    ) {
       this.#load(now);
     }
     return false;
   }
 
-  /** A server answered that the library's function is missing: load it again, now. */
+  /** An FCALL ran: the library is on that server. */
+  ran(): void {
+    if (this.#state === 'trying') this.#state = 'usable';
+  }
+
+  /** An FCALL failed for a reason that says nothing of the library: let the next call try. */
+  unsure(): void {
+    if (this.#state === 'trying') this.#state = 'untried';
+  }
+
+  /** A server answered that the library's function is missing: load it, now. */
   missing(): void {
-    if (this.#state === 'loaded') this.#load(performance.now());
+    if (this.#state === 'usable' || this.#state === 'trying') this.#load(performance.now());
   }
 
   /** Redis refused FCALL itself (an older server, an ACL): scripts from now on. */
@@ -52,7 +78,7 @@ export class FunctionLibrary {
     this.#client.loadLibrary(library.source).then(
       () => {
         // Unless a later load, sent after this one went unanswered too long, has taken over.
-        if (this.#state === 'loading' && this.#at === now) this.#state = 'loaded';
+        if (this.#state === 'loading' && this.#at === now) this.#state = 'usable';
       },
       (error: unknown) => {
         if (this.#state !== 'loading' || this.#at !== now) return;

@@ -71,7 +71,10 @@ export async function evaluateScript(
         // Neither ran the code, so sending the call again cannot count it twice.
         if (isNoFunctionError(error)) functions.missing();
         else if (isRefusal(error, client)) functions.refused();
-        else throw error;
+        else {
+          functions.unsure();
+          throw error;
+        }
         via = 'evalsha';
         continue;
       }
@@ -83,7 +86,8 @@ export async function evaluateScript(
       else via = 'eval';
       continue;
     }
-    if (via === 'eval') via = 'evalsha';
+    if (via === 'fcall') functions.ran();
+    else if (via === 'eval') via = 'evalsha';
     // A reply read long after its caller gave up says little of the clock or of Redis's pace:
     // liveness only.
     const clock = reply.pop();
