@@ -18,13 +18,9 @@
 -- all in one flat list, then the Redis clock; or { -1, the Redis clock } when the call arrived
 -- after ARGV[2] and did nothing. src/store-reply.ts decodes it; keep the two in step.
 
-STATES, GIVEN_NOW = {}, tonumber(ARGV[1])
-local time = redis.call('TIME')
-local clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local expiry = tonumber(ARGV[2])
-if expiry and clock > expiry then return { -1, clock } end
+local clock, now, late = begin(ARGV[1], tonumber(ARGV[2]))
+if late then return { -1, clock } end
 
-local now = (GIVEN_NOW or clock) - EPOCH_MS
 -- Each plan's policy count and where its policies start in ARGV: requests name a plan rather
 -- than repeat its policies, which halves a one-policy request's arguments.
 local counts, starts = {}, {}

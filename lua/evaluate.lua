@@ -19,16 +19,11 @@
 -- and did nothing. Integers only, so the reply reads the same over RESP2 and RESP3.
 -- src/store-reply.ts decodes it; keep the two in step.
 
-STATES, GIVEN_NOW = {}, tonumber(ARGV[1])
-local time = redis.call('TIME')
-local clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 -- A caller past its deadline has been answered without this call: consuming now would charge a
--- request that was never told it counted. The caller may send it again.
-local expiry = tonumber(ARGV[4])
-if expiry and clock > expiry then return { -1, clock } end
+-- request that was never told it counted.
+local clock, now, late = begin(ARGV[1], tonumber(ARGV[4]))
+if late then return { -1, clock } end
 
--- One clock for every gateway: theirs drift, Redis's is shared.
-local now = (GIVEN_NOW or clock) - EPOCH_MS
 local count = (#ARGV - 4) / ARGS_PER_POLICY
 -- Sized up front for one policy, the usual call: a table filled field by field is reallocated
 -- each time it outgrows a power of two, a few percent of the call's time on Redis.

@@ -30,9 +30,21 @@ local ADJUSTMENTS = {}
 -- GIVEN_NOW: the time the caller gives (for tests), ARGV[1] of both entry scripts, in Unix ms;
 -- nil to run on Redis's clock, which its TTLs count on. A given clock need not keep pace with them.
 --
--- The entry scripts set both as each call begins, since Redis's function library (see
+-- `begin` sets both as each call begins, since Redis's function library (see
 -- packages/core/scripts/generate-lua.mjs) runs this file once and then serves every call.
 local STATES, GIVEN_NOW
+
+-- Begins a call of an entry script: `given` is its ARGV[1], `expiry` the Unix ms by the Redis
+-- clock after which its caller no longer waits (nil for none). Returns the Redis clock in Unix
+-- ms, the call's now (scripts' ms, see EPOCH_MS) and whether the call arrived past its expiry:
+-- its caller has then been answered without it and may send it again, so it must do nothing.
+local function begin(given, expiry)
+  STATES, GIVEN_NOW = {}, tonumber(given)
+  local time = redis.call('TIME')
+  local clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  -- One clock for every gateway: theirs drift, Redis's is shared.
+  return clock, (GIVEN_NOW or clock) - EPOCH_MS, expiry ~= nil and clock > expiry
+end
 
 local function read_state(key)
   local state = STATES[key]
