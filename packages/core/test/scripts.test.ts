@@ -48,6 +48,7 @@ describe('the generated module', () => {
     async (name) => {
       const redis = connect();
       expect(await redis.call('FUNCTION', 'LOAD', 'REPLACE', library.source)).toBe(library.name);
+      await redis.script('LOAD', scripts[name].source);
       const algorithm = name === 'mixed' || name === 'batch' ? 'gcra' : name.replace('batch-', '');
       const now = String(Date.now());
       // Two requests of cost 2 at limit 7, three times: state read, written, read again.
@@ -313,6 +314,29 @@ describe('the function library', () => {
     await admin.config('RESETSTAT');
     expect(await decide()).toEqual([9, 8, 7]);
     expect(await calls('fcall')).toBe(3);
+  });
+
+  // An FCALL that fails otherwise says nothing of the library, so the next call tries again.
+  it('is tried again by the next call after an FCALL that failed for another reason', async () => {
+    const server = await ownServer();
+    const admin = clientOf(server.url);
+    await admin.call('FUNCTION', 'LOAD', library.source);
+    const { limiter, errors } = limiterOn(clientOf(server.url), { breaker: false });
+    await admin.ping();
+    // Past maxmemory, Redis refuses the FCALL of a function that writes, with OOM.
+    await admin.config('SET', 'maxmemory', '1');
+    await admin.config('RESETSTAT');
+    expect((await limiter.consume('a')).degraded).toBe('allow');
+    expect(errors.map((error) => error.message)).toEqual([expect.stringContaining('OOM')]);
+    await admin.config('SET', 'maxmemory', '0');
+    expect((await limiter.consume('a')).remaining).toBe(9);
+    expect((await limiter.consume('a')).remaining).toBe(8);
+    // Both by FCALL (Redis counts the refused one apart, as rejected), and nothing loaded.
+    expect({
+      fcall: await commandCallsOn([admin], 'fcall'),
+      scripts: await scriptCallsOn([admin]),
+      load: await commandCallsOn([admin], 'function\\|load'),
+    }).toEqual({ fcall: 2, scripts: 2, load: 0 });
   });
 
   // Past maxmemory with nothing to evict, Redis refuses FUNCTION LOAD (a write) with OOM, while
