@@ -16,7 +16,8 @@ const RETRY_MS = 1_000;
  * server that answers that the function is missing (a cold server, a restart without
  * persistence, FUNCTION FLUSH, a new Cluster master) has run nothing: calls run as scripts while
  * the library is loaded on every server, then by FCALL again. A Redis without functions (before
- * 7.0), or a user whom ACLs deny them, keeps calls on scripts for good.
+ * 7.0), or a user whom ACLs deny FCALL, or FUNCTION where the library is missing, keeps calls on
+ * scripts for good.
  */
 export class FunctionLibrary {
   readonly #client: Pick<RedisConnection, 'loadLibrary' | 'isReplyError'>;
