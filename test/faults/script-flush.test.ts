@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 import { ALGORITHMS, type HttpLimiterOptions } from '../../packages/core/src/index.ts';
+import { commandCalls } from '../harness/connection-checks.ts';
 import { DRIVERS, faultApp, ownRedis } from './apps.ts';
 import { identities, now, startLoad } from './load.ts';
 
@@ -33,10 +34,9 @@ const CASES: Array<[string, Partial<HttpLimiterOptions>]> = [
  * library was loaded, each after FCALL found it missing (or at the first call).
  */
 async function fallbacks(admin: Redis): Promise<{ evals: number; loads: number }> {
-  const stats = await admin.info('commandstats');
   return {
-    evals: Number(/^cmdstat_eval:calls=(\d+)/m.exec(stats)?.[1] ?? 0),
-    loads: Number(/^cmdstat_function\|load:calls=(\d+)/m.exec(stats)?.[1] ?? 0),
+    evals: await commandCalls([admin], 'eval'),
+    loads: await commandCalls([admin], 'function\\|load'),
   };
 }
 
