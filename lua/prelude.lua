@@ -21,25 +21,33 @@ local ALGORITHMS = {}
 --   and never into a window other than the one charged.
 local ADJUSTMENTS = {}
 
+-- algorithm name -> true for one whose state is not one string written by save_state (the
+-- sliding-window log's sorted set, written by its own commands): its writes cannot be held
+-- back (see `decide`).
+local WRITES_ITSELF = {}
+
 -- The states this call has read or written, by key (false: none), so that a key is read from
--- Redis once per call: by the look that decides several policies all-or-nothing and then by the
--- consume, and by each request of a batch that decides the same identity. Every GET, SET and
--- DEL of a state or box key goes through these three, so the table always holds what Redis
--- would answer; keys do not expire while a script runs.
+-- Redis once per call: by a decision that looks at it more than once (see `decide`), and by
+-- each request of a batch that decides the same identity. Every GET, SET and DEL of a state or
+-- box key goes through read_state, write_state and drop_state, so the table always holds what
+-- Redis would answer; keys do not expire while a script runs.
 --
 -- GIVEN_NOW: the time the caller gives (for tests), ARGV[1] of both entry scripts, in Unix ms;
 -- nil to run on Redis's clock, which its TTLs count on. A given clock need not keep pace with them.
 --
--- `begin` sets both as each call begins, since Redis's function library (see
--- packages/core/scripts/generate-lua.mjs) runs this file once and then serves every call.
-local STATES, GIVEN_NOW
+-- HELD: the writes of a consume that waits for every policy to admit (see `decide`), else nil.
+--
+-- `begin` sets all three as each call begins, since Redis's function library (see
+-- packages/core/scripts/generate-lua.mjs) runs this file once and then serves every call, and a
+-- call that failed part-way must leave nothing to the next.
+local STATES, GIVEN_NOW, HELD
 
 -- Begins a call of an entry script: `given` is its ARGV[1], `expiry` the Unix ms by the Redis
 -- clock after which its caller no longer waits (nil for none). Returns the Redis clock in Unix
 -- ms, the call's now (scripts' ms, see EPOCH_MS) and whether the call arrived past its expiry:
 -- its caller has then been answered without it and may send it again, so it must do nothing.
 local function begin(given, expiry)
-  STATES, GIVEN_NOW = {}, tonumber(given)
+  STATES, GIVEN_NOW, HELD = {}, tonumber(given), nil
   local time = redis.call('TIME')
   local clock = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   -- One clock for every gateway: theirs drift, Redis's is shared.
@@ -58,13 +66,24 @@ end
 -- Sets a state that expires in `ms`. `kept` says the key exists and already expires then, as
 -- when it counts in the window it is written in: it keeps its expiry, on Redis's clock, since a
 -- SET that moves a key's expiry costs Redis about twice one that keeps it.
-local function save_state(key, state, ms, kept)
+local function write_state(key, state, ms, kept)
   if kept and GIVEN_NOW == nil then
     redis.call('SET', key, state, 'KEEPTTL')
   else
     redis.call('SET', key, state, 'PX', ms)
   end
   STATES[key] = state
+end
+
+-- What an algorithm calls to write a consume: held back in HELD while `decide` waits for every
+-- policy to admit, written at once otherwise.
+local function save_state(key, state, ms, kept)
+  if HELD then
+    local n = #HELD
+    HELD[n + 1], HELD[n + 2], HELD[n + 3], HELD[n + 4] = key, state, ms, kept or false
+  else
+    write_state(key, state, ms, kept)
+  end
 end
 
 local function drop_state(key)
@@ -78,11 +97,13 @@ end
 -- at reply[out] 1 or 0 for the request, then allowed, remaining, reset_ms and retry_ms per
 -- policy, and returns how many keys it used. `mode` is '1' to consume, '0' to look (a peek),
 -- 'p' to take `cost` as a penalty, or 'r<at>' to give back `cost` charged at script time `at`.
--- One policy decides and writes in a single pass; several first look without writing, and
--- consume from all only when all admit, so a rejection anywhere consumes nothing anywhere: the
--- consume reads each state as the look left it in STATES, not from Redis again. An
--- identity in a policy's box is refused by it until the box ends; a consume refused by a
--- policy with a box puts the identity in it.
+-- Several policies consume all-or-nothing, so a rejection anywhere consumes nothing anywhere:
+-- each policy decides as if it consumed, its write held back in HELD, and the writes are made
+-- only once every policy has admitted; on a rejection the policies that admitted are looked at
+-- again for what the reply shows, their state untouched. An algorithm in WRITES_ITSELF cannot
+-- hold its writes back, so its policies first all look, then all consume. An identity in a
+-- policy's box is refused by it until the box ends; a consume refused by a policy with a box
+-- puts the identity in it.
 local function decide(key, arg, count, cost, now, mode, reply, out)
   local boxes = key + count
   if mode ~= '1' and mode ~= '0' then
@@ -104,6 +125,13 @@ local function decide(key, arg, count, cost, now, mode, reply, out)
   end
   local apply = mode == '1'
   local consume = apply and count == 1
+  if apply and not consume then
+    consume = true
+    for i = 0, count - 1 do
+      if WRITES_ITSELF[ARGV[arg + ARGS_PER_POLICY * i]] then consume = false end
+    end
+    if consume then HELD = {} end
+  end
   while true do
     reply[out] = 1
     local b = key + count
@@ -125,13 +153,34 @@ local function decide(key, arg, count, cost, now, mode, reply, out)
         allowed, remaining, reset = 0, 0, math.max(reset, held)
         if retry >= 0 then retry = math.max(retry, held) end
       elseif allowed == 0 and apply and box then
-        save_state(box, string.format('%d', now + box_ms), box_ms)
+        write_state(box, string.format('%d', now + box_ms), box_ms)
         reset = math.max(reset, box_ms)
         if retry >= 0 then retry = math.max(retry, box_ms) end
       end
       if allowed == 0 then reply[out] = 0 end
       local o = out + 1 + FIELDS_PER_POLICY * i
       reply[o], reply[o + 1], reply[o + 2], reply[o + 3] = allowed, remaining, reset, retry
+    end
+    if HELD then
+      local writes = HELD
+      HELD = nil
+      if reply[out] == 1 then
+        for w = 1, #writes, 4 do
+          write_state(writes[w], writes[w + 1], writes[w + 2], writes[w + 3])
+        end
+      else
+        -- Refused: what a look shows for each policy that would have admitted. Those refused
+        -- decided without consuming, and the box they entered shows in their reply already.
+        for i = 0, count - 1 do
+          local o = out + 1 + FIELDS_PER_POLICY * i
+          if reply[o] == 1 then
+            local a = arg + ARGS_PER_POLICY * i
+            reply[o], reply[o + 1], reply[o + 2], reply[o + 3] =
+              ALGORITHMS[ARGV[a]](KEYS[key + i], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), cost, now, false)
+          end
+        end
+      end
+      return b - key
     end
     if consume or not apply or reply[out] == 0 then return b - key end
     consume = true

@@ -29,6 +29,8 @@ local function record_log(key, window, cost, now, used)
   return reset
 end
 
+WRITES_ITSELF['sliding-window-log'] = true
+
 ALGORITHMS['sliding-window-log'] = function(key, limit, window, cost, now, apply)
   -- Dropping expired entries changes no decision, so it is safe even when nothing is consumed.
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
