@@ -128,7 +128,8 @@ export class MemoryStore implements Store {
       // Then what a peek would say, as the script replies; its boxes aside, as the script's are.
       return this.#run(request, identities, namespaces, now, 1, false, false, at, false);
     }
-    // Same two passes as lua/prelude.lua: several policies look first, then all consume or none.
+    // Several policies consume all or none, as in lua/prelude.lua: here a look at every policy,
+    // then the consume when all admit.
     const { apply, cost } = request;
     if (request.policies.length === 1 || !apply) {
       return this.#run(request, identities, namespaces, now, cost, apply, apply, at);
