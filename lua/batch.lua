@@ -25,20 +25,20 @@ if late then return { -1, clock } end
 -- than repeat its policies, which halves a one-policy request's arguments.
 local counts, starts = {}, {}
 local arg = 5
-for plan = 1, tonumber(ARGV[4]) do
-  counts[plan], starts[plan] = tonumber(ARGV[arg]), arg + 1
+for plan = 1, ARGV[4] + 0 do
+  counts[plan], starts[plan] = ARGV[arg] + 0, arg + 1
   arg = arg + 1 + ARGS_PER_POLICY * counts[plan]
 end
 local reply = {}
 local key = 1
-local requests = tonumber(ARGV[3])
+local requests = ARGV[3] + 0
 -- Requests alike, the usual batch, are described once: three arguments fewer per request.
 local alike = requests < 0
 if alike then requests = -requests end
 local plan, cost, mode
 for i = 1, requests do
   if i == 1 or not alike then
-    plan, cost, mode = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), ARGV[arg + 2]
+    plan, cost, mode = ARGV[arg] + 0, ARGV[arg + 1] + 0, ARGV[arg + 2]
     arg = arg + 3
   end
   key = key + decide(key, starts[plan], counts[plan], cost, now, mode, reply, #reply + 1)

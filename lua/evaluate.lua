@@ -29,6 +29,6 @@ local count = (#ARGV - 4) / ARGS_PER_POLICY
 -- each time it outgrows a power of two, a few percent of the call's time on Redis.
 local reply
 if count == 1 then reply = { 0, 0, 0, 0, 0, 0 } else reply = {} end
-decide(1, 5, count, tonumber(ARGV[2]), now, ARGV[3], reply, 1)
+decide(1, 5, count, ARGV[2] + 0, now, ARGV[3], reply, 1)
 reply[2 + FIELDS_PER_POLICY * count] = clock
 return reply

@@ -12,9 +12,9 @@ ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
   local state = read_state(key)
   if state then
     local stored, count = string.match(state, '^(%d+) (%d+)$')
-    stored = tonumber(stored)
+    stored = stored + 0
     -- A later window only appears if the clock stepped back: stay in it rather than forget it.
-    if stored >= index then index, used = stored, tonumber(count) end
+    if stored >= index then index, used = stored, count + 0 end
   end
   local ends_in = (index + 1) * window - absolute
   if used + cost <= limit then
@@ -41,8 +41,8 @@ ADJUSTMENTS['fixed-window'] = function(key, limit, window, amount, now, at)
   local state = read_state(key)
   if state then
     local stored, count = string.match(state, '^(%d+) (%d+)$')
-    stored = tonumber(stored)
-    if stored >= index then index, used = stored, tonumber(count) end
+    stored = stored + 0
+    if stored >= index then index, used = stored, count + 0 end
   end
   if at and math.floor((at + EPOCH_MS) / window) ~= index then return end
   used = math.max(0, used + amount)

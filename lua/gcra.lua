@@ -14,7 +14,7 @@ ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
   if state then
     local tat, fraction = string.match(state, '^(%-?%d+) (%d+)$')
     -- A fraction written under a higher limit (a larger rate) is at most one step here.
-    debt = math.max(0, (tonumber(tat) - t) * rate + math.min(tonumber(fraction), rate - 1))
+    debt = math.max(0, (tat - t) * rate + math.min(fraction + 0, rate - 1))
   end
   local need = cost * token
   local admits = debt + need <= capacity
@@ -43,7 +43,7 @@ ADJUSTMENTS['gcra'] = function(key, limit, window, amount, now, at)
   local state = read_state(key)
   if state then
     local tat, fraction = string.match(state, '^(%-?%d+) (%d+)$')
-    debt = math.max(0, (tonumber(tat) - t) * rate + math.min(tonumber(fraction), rate - 1))
+    debt = math.max(0, (tat - t) * rate + math.min(fraction + 0, rate - 1))
   end
   debt = math.max(0, debt + amount * token)
   if debt == 0 then

@@ -11,12 +11,12 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   local state = read_state(key)
   if state then
     local stored, c, p = string.match(state, '^(%d+) (%d+) (%d+)$')
-    stored = tonumber(stored)
+    stored = stored + 0
     -- A later window only appears if the clock stepped back: stay in it rather than forget it.
     if stored >= index then
-      index, current, previous = stored, tonumber(c), tonumber(p)
+      index, current, previous = stored, c + 0, p + 0
     elseif stored == index - 1 then
-      previous = tonumber(c)
+      previous = c + 0
     end
   end
   -- Time into the window; negative only after a step back, when the previous window weighs fully.
@@ -65,11 +65,11 @@ ADJUSTMENTS['sliding-window-counter'] = function(key, limit, window, amount, now
   local state = read_state(key)
   if state then
     local stored, c, p = string.match(state, '^(%d+) (%d+) (%d+)$')
-    stored = tonumber(stored)
+    stored = stored + 0
     if stored >= index then
-      index, current, previous = stored, tonumber(c), tonumber(p)
+      index, current, previous = stored, c + 0, p + 0
     elseif stored == index - 1 then
-      previous = tonumber(c)
+      previous = c + 0
     end
   end
   if not at then

@@ -11,7 +11,7 @@ local function record_log(key, window, cost, now, used)
   -- newer than now, which then also set the expiry.
   local newest, sequence = now, 0
   if used > 0 then
-    newest = math.max(now, tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]))
+    newest = math.max(now, redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] + 0)
     if newest >= now then sequence = redis.call('ZCOUNT', key, now, now) end
   end
   -- ZADD in batches: unpack() is bounded by Lua's stack.
@@ -42,14 +42,14 @@ ALGORITHMS['sliding-window-log'] = function(key, limit, window, cost, now, apply
   local reset = 0
   if used > 0 then
     local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    reset = tonumber(newest[2]) + window - now
+    reset = newest[2] + window - now
   end
   local remaining = math.max(0, limit - used)
   if used + cost <= limit then return 1, remaining, reset, 0 end
   if cost > limit then return 0, remaining, reset, -1 end
   -- Admitted once the oldest (used + cost - limit) entries have left the window.
   local blocking = redis.call('ZRANGE', key, used + cost - limit - 1, used + cost - limit - 1, 'WITHSCORES')
-  return 0, remaining, reset, tonumber(blocking[2]) + window - now
+  return 0, remaining, reset, blocking[2] + window - now
 end
 
 -- A penalty records entries at now, past the limit if it must: at most `limit` of them, since

@@ -16,9 +16,9 @@ ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply)
   if state then
     -- The level is below zero only after a penalty took more than was left.
     local stored, at = string.match(state, '^(%-?%d+) (%-?%d+)$')
-    at = tonumber(at)
+    at = at + 0
     if at > t then updated = at end
-    level = math.min(capacity, tonumber(stored) + (updated - at) * rate)
+    level = math.min(capacity, stored + (updated - at) * rate)
   end
   local need = cost * token
   local admits = level >= need
@@ -46,9 +46,9 @@ ADJUSTMENTS['token-bucket'] = function(key, limit, window, amount, now, at)
   local state = read_state(key)
   if state then
     local stored, last = string.match(state, '^(%-?%d+) (%-?%d+)$')
-    last = tonumber(last)
+    last = last + 0
     if last > t then updated = last end
-    level = math.min(capacity, tonumber(stored) + (updated - last) * rate)
+    level = math.min(capacity, stored + (updated - last) * rate)
   end
   level = math.min(capacity, level - amount * token)
   local full = ms_after(math.ceil((capacity - level) / rate), t, step, now)
