@@ -6,7 +6,7 @@
 local EPOCH_MS = 1704067200000
 
 -- Decimal strings (arguments, stored states, TIME's reply) become numbers by arithmetic, as in
--- `ARGV[2] + 0`, which parses a string once where tonumber() parses it twice: 5% of a token-bucket
+-- `ARGV[2] + 0`, which parses a string once where tonumber() parses it twice: 6% of a token-bucket
 -- call, counted by callgrind. tonumber() stays for values that may be empty or missing, for which
 -- it answers nil.
 
