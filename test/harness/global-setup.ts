@@ -1,6 +1,5 @@
 // Starts one shared throw-away Redis for the run (or uses REDIS_URL) and hands its URL to suites.
 import { setPriority } from 'node:os';
-import { Redis } from 'ioredis';
 import type { TestProject } from 'vitest/node';
 import { assertRedisAvailable, type RedisProcess, startRedis } from './redis-server.ts';
 
@@ -18,7 +17,7 @@ export async function setup(project: TestProject): Promise<void> {
   if (!url) {
     server = await startRedis();
     url = server.url;
-    await giveFirstClaimToCpu(url);
+    giveFirstClaimToCpu(server);
   }
   project.provide('redisUrl', url);
 }
@@ -36,14 +35,10 @@ export async function teardown(): Promise<void> {
  * a suite still loads the limiter's process, which is what such suites prove the deadline
  * against; servers a suite starts for itself keep the usual priority.
  */
-async function giveFirstClaimToCpu(url: string): Promise<void> {
-  const admin = new Redis(url);
+function giveFirstClaimToCpu(server: RedisProcess): void {
   try {
-    const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
-    setPriority(pid, -10);
+    if (server.pid !== undefined) setPriority(server.pid, -10);
   } catch {
     // Not allowed here: the suites run as they are.
-  } finally {
-    admin.disconnect();
   }
 }

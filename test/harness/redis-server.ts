@@ -99,6 +99,8 @@ process.once('exit', () => {
 export interface RedisProcess {
   readonly port: number;
   readonly url: string;
+  /** The running server's process id (INFO's process_id); undefined once stopped. */
+  readonly pid: number | undefined;
   /** Kills the server (SIGKILL) and waits for it to exit. */
   stop(): Promise<void>;
   /** Starts it again on the same port, empty. */
@@ -208,6 +210,9 @@ async function startRedisOnce(extraArgs: readonly string[], port: number): Promi
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
+    get pid() {
+      return child?.pid;
+    },
     stop,
     async restart() {
       await stop();
