@@ -114,7 +114,10 @@ export function chart(reports: readonly SuiteReport[]): string {
     ...bars.map((b) => (Number.isFinite(b.value) ? b.value : 0)),
     ...bars.map((b) => b.goal ?? 0),
   );
-  const left = 330;
+  // Labels are right-aligned to the bars: room for the longest, at about 6.6 px a character of
+  // 12 px sans-serif, so that none runs off the left edge.
+  const longest = Math.max(...bars.map((b) => (b.suite === undefined ? b.label.length : 0)));
+  const left = Math.max(330, 14 + Math.ceil(longest * 6.6));
   const width = 420;
   const row = 20;
   const scale = (v: number) => left + (v / max) * width;
