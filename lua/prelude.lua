@@ -174,11 +174,10 @@ local function decide(key, arg, count, cost, now, mode, reply, out)
       reply[o], reply[o + 1], reply[o + 2], reply[o + 3] = allowed, remaining, reset, retry
     end
     if HELD then
-      local writes = HELD_WRITES
       HELD = nil
       if reply[out] == 1 then
         for w = 1, HELD_N, 4 do
-          write_state(writes[w], writes[w + 1], writes[w + 2], writes[w + 3])
+          write_state(HELD_WRITES[w], HELD_WRITES[w + 1], HELD_WRITES[w + 2], HELD_WRITES[w + 3])
         end
       else
         -- Refused: what a look shows for each policy that would have admitted. Those refused
