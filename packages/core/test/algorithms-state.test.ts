@@ -146,21 +146,42 @@ describe.each(['fixed-window', 'sliding-window-counter'] as const)(
       monitor.on('monitor', (_time: string, args: string[]) => {
         if (args[0]?.toLowerCase() === 'set' && args[1] === key) sets.push(args.slice(3));
       });
-      const consumeAndCheck = async () => {
+      /** Redis's clock in ms, as `TIME` reads it. */
+      const redisNow = async () => {
+        const [seconds, micros] = await redis.time();
+        return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      };
+      const expiryAt = async () => Number(await redis.call('PEXPIRETIME', key));
+      // The expiry a write sets is the script's now plus the TTL it computes, on whichever
+      // clock reading the server times PX from: Redis 7.0 takes the SET's own moment, which can
+      // be a millisecond after the script's TIME; 7.2 and later the script's start. Either lies
+      // between a TIME read before the call and one after it.
+      const consumeExpiry = async () => {
+        const before = await redisNow();
         const { allowed, resetMs } = await limiter.consume('client');
+        const after = await redisNow();
         expect(allowed).toBe(true);
-        const ttl = await redis.pttl(key);
-        expect(ttl).toBeLessThanOrEqual(keyTtl(algorithm, resetMs));
-        expect(ttl).toBeGreaterThan(keyTtl(algorithm, resetMs) - PTTL_SLACK_MS);
+        const expiry = await expiryAt();
+        return {
+          expiry,
+          earliest: before + keyTtl(algorithm, resetMs),
+          latest: after + keyTtl(algorithm, resetMs),
+        };
       };
       // Windows align to the Unix epoch on Redis's clock, which is this machine's.
       const intoNextWindow = () => sleep(2_000 - (Date.now() % 2_000) + 100);
       await intoNextWindow();
-      await consumeAndCheck();
+      const first = await consumeExpiry();
+      expect(first.expiry).toBeGreaterThanOrEqual(first.earliest);
+      expect(first.expiry).toBeLessThanOrEqual(first.latest);
       await sleep(300);
-      await consumeAndCheck();
+      await limiter.consume('client');
+      expect(await expiryAt()).toBe(first.expiry);
       await intoNextWindow();
-      await consumeAndCheck();
+      const next = await consumeExpiry();
+      expect(next.expiry).toBeGreaterThanOrEqual(next.earliest);
+      expect(next.expiry).toBeLessThanOrEqual(next.latest);
+      expect(next.expiry).toBeGreaterThan(first.expiry);
       await waitFor(() => sets.length === 3);
       expect(sets.map((rest) => rest[0]?.toUpperCase())).toEqual(['PX', 'KEEPTTL', 'PX']);
     });
