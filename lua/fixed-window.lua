@@ -1,10 +1,8 @@
 -- Fixed window: a counter per window. Windows are aligned to the epoch, so every key resets at
 -- the same moment.
 --
--- State "<window_index> <count>"; a stored index other than the current one means an old window.
--- The key expires a millisecond after its window ends: Redis 7.2 and later time PX from the
--- script's start, which can read a millisecond before TIME, and a key gone before its window
--- ends would let that window count afresh. One that outlives it is read as an old window.
+-- State "<window_index> <count>"; a stored index other than the current one means an old window,
+-- so a key that outlives its window (see EXPIRY_MARGIN_MS) counts nothing.
 ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
   local absolute = now + EPOCH_MS
   local index = math.floor(absolute / window)
@@ -22,7 +20,7 @@ ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
       -- A key that already counts in this window expires as it should.
       local kept = used > 0
       used = used + cost
-      save_state(key, string.format('%d %d', index, used), ends_in + 1, kept)
+      save_state(key, string.format('%d %d', index, used), ends_in, kept)
     end
     if used == 0 then return 1, limit, 0, 0 end
     return 1, limit - used, ends_in, 0
@@ -49,6 +47,6 @@ ADJUSTMENTS['fixed-window'] = function(key, limit, window, amount, now, at)
   if used == 0 then
     drop_state(key)
   else
-    save_state(key, string.format('%d %d', index, used), (index + 1) * window - absolute + 1)
+    save_state(key, string.format('%d %d', index, used), (index + 1) * window - absolute)
   end
 end

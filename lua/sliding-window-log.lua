@@ -25,7 +25,7 @@ local function record_log(key, window, cost, now, used)
     end
   end
   local reset = newest + window - now
-  redis.call('PEXPIRE', key, reset)
+  redis.call('PEXPIRE', key, reset + EXPIRY_MARGIN_MS)
   return reset
 end
 

@@ -18,9 +18,8 @@ const REDIS_STORES = STORES.filter((store) => store !== 'memory');
 /** Real time a PTTL read may lag the script that set it: one round trip on a busy machine. */
 const PTTL_SLACK_MS = 500;
 
-/** A key's TTL as a write sets it: its reset, a fixed window's a ms more (lua/fixed-window.lua). */
-const keyTtl = (algorithm: Algorithm, resetMs: number) =>
-  resetMs + (algorithm === 'fixed-window' ? 1 : 0);
+/** A key's TTL as a write sets it: its reset and a ms more (EXPIRY_MARGIN_MS, lua/prelude.lua). */
+const keyTtl = (resetMs: number) => resetMs + 1;
 
 describe.each(REDIS_STORES)('with the %s store', (store) => {
   const redis = connect();
@@ -46,7 +45,7 @@ describe.each(REDIS_STORES)('with the %s store', (store) => {
         clock.advance(advance);
         const decision = await limiter.consume('client', { cost });
         expect(decision.allowed).toBe(true);
-        const expiresIn = keyTtl(algorithm, decision.resetMs);
+        const expiresIn = keyTtl(decision.resetMs);
         const ttl = await redis.pttl(key);
         expect(ttl).toBeLessThanOrEqual(expiresIn);
         expect(ttl).toBeGreaterThan(expiresIn - PTTL_SLACK_MS);
@@ -164,8 +163,8 @@ describe.each(['fixed-window', 'sliding-window-counter'] as const)(
         const expiry = await expiryAt();
         return {
           expiry,
-          earliest: before + keyTtl(algorithm, resetMs),
-          latest: after + keyTtl(algorithm, resetMs),
+          earliest: before + keyTtl(resetMs),
+          latest: after + keyTtl(resetMs),
         };
       };
       // Windows align to the Unix epoch on Redis's clock, which is this machine's.
@@ -187,6 +186,50 @@ describe.each(['fixed-window', 'sliding-window-counter'] as const)(
     });
   },
 );
+
+// Every expiry a script sets is its state's reset and a millisecond more (EXPIRY_MARGIN_MS in
+// lua/prelude.lua), since Redis 7.2 and later time it from the script's start, which can read a
+// millisecond before TIME. Redis 7.0 times it from the command itself, so the margin shows in
+// the argument: watched with MONITOR, under a given clock, which makes every write a PX.
+describe('the expiry a write sets', () => {
+  it.each(ALGORITHMS)('%s: its reset and a millisecond more', async (algorithm) => {
+    const server = await ownServer();
+    const redis = clientOf(server.url);
+    const clock = manualClock();
+    const prefix = uniquePrefix('margin');
+    const limiter = owned(
+      createLimiter({
+        redis: clientOf(server.url),
+        prefix,
+        limit: 5,
+        window: '1m',
+        algorithm,
+        clock: clock.now,
+      }),
+    );
+    const key = `${prefix}:{client}:5-per-1m:${algorithm}`;
+    const expiries: Array<string | undefined> = [];
+    const monitor = await redis.monitor();
+    onTestFinished(() => monitor.disconnect());
+    monitor.on('error', () => {});
+    monitor.on('monitor', (_time: string, [command, target, ...rest]: string[]) => {
+      if (target !== key) return;
+      // SET <key> <state> PX <ms>, or the log's PEXPIRE <key> <ms>.
+      if (command?.toLowerCase() === 'set') expiries.push(rest[1] === 'PX' ? rest[2] : rest[1]);
+      if (command?.toLowerCase() === 'pexpire') expiries.push(rest[0]);
+    });
+    clock.advance(12_345);
+    const resets: number[] = [];
+    for (const cost of [2, 1]) {
+      const decision = await limiter.consume('client', { cost });
+      expect(decision.allowed).toBe(true);
+      resets.push(decision.resetMs);
+      clock.advance(1_500);
+    }
+    await waitFor(() => expiries.length === 2);
+    expect(expiries).toEqual(resets.map((reset) => String(reset + 1)));
+  });
+});
 
 describe('with the memory store', () => {
   function setup(algorithm: Algorithm, options: { sweepIntervalMs?: number; start?: number } = {}) {
