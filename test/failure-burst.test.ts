@@ -11,6 +11,7 @@ import {
   type SentinelError,
 } from '../packages/core/src/index.ts';
 import { uniquePrefix } from './harness/clients.ts';
+import { commandCalls } from './harness/connection-checks.ts';
 import { clientOf, limiterOn, owned, ownServer } from './harness/own-redis.ts';
 
 const DAY_MS = 86_400_000;
@@ -69,12 +70,6 @@ describe.each(['token-bucket', 'fixed-window'] as Algorithm[])('%s', (algorithm)
 });
 
 describe('a cold script', () => {
-  /** Calls of `command` on `url` since it started (INFO commandstats). */
-  async function calls(url: string, command: string): Promise<number> {
-    const info = await clientOf(url).info('commandstats');
-    return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
-  }
-
   it('costs one EVAL per connection, not one per call, and counts every call once', async () => {
     const server = await ownServer();
     const clients = [clientOf(server.url), clientOf(server.url)];
@@ -89,10 +84,11 @@ describe('a cold script', () => {
     // A connection's first NOSCRIPT sends the source once, and the calls that met NOSCRIPT with
     // it send the SHA again once it is loaded. A connection whose calls arrive after the other's
     // load meets no NOSCRIPT at all.
-    const evals = await calls(server.url, 'eval');
+    const admin = [clientOf(server.url)];
+    const evals = await commandCalls(admin, 'eval');
     expect(evals).toBeGreaterThanOrEqual(1);
     expect(evals).toBeLessThanOrEqual(2);
-    expect(await calls(server.url, 'evalsha')).toBeLessThanOrEqual(2 * 1000 - evals);
+    expect(await commandCalls(admin, 'evalsha')).toBeLessThanOrEqual(2 * 1000 - evals);
   });
 });
 

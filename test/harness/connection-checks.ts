@@ -66,6 +66,15 @@ export async function scriptCalls(servers: readonly Redis[]): Promise<number> {
   return sum;
 }
 
+/** Reads scriptCalls and resets the counts: each read gives the calls since the one before. */
+export function scriptCallsSinceLastLook(servers: readonly Redis[]): () => Promise<number> {
+  return async () => {
+    const count = await scriptCalls(servers);
+    await Promise.all(servers.map((server) => server.config('RESETSTAT')));
+    return count;
+  };
+}
+
 /**
  * A limiter on `client` runs by FCALL once its function library is on every server, and a call
  * that finds neither the library nor the script (FUNCTION FLUSH and SCRIPT FLUSH on every node)

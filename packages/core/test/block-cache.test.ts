@@ -2,7 +2,7 @@
 // in calls a real Redis server received, and never an admission Redis would not make.
 import { describe, expect, it } from 'vitest';
 import { uniquePrefix } from '../../../test/harness/clients.ts';
-import { scriptCalls } from '../../../test/harness/connection-checks.ts';
+import { scriptCallsSinceLastLook } from '../../../test/harness/connection-checks.ts';
 import { clientOf, owned, ownServer } from '../../../test/harness/own-redis.ts';
 import { failOnError } from '../../../test/harness/store-errors.ts';
 import { createLimiter, type LimiterOptions } from '../src/index.ts';
@@ -28,11 +28,7 @@ async function setup(options: Partial<LimiterOptions> = {}) {
   await limiter.peek('warm-up');
   await admin.config('RESETSTAT');
   /** Calls that ran Sentinel's code since the last look. */
-  const calls = async () => {
-    const count = await scriptCalls([admin]);
-    await admin.config('RESETSTAT');
-    return count;
-  };
+  const calls = scriptCallsSinceLastLook([admin]);
   return { limiter, clock, calls };
 }
 

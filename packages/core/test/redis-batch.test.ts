@@ -3,7 +3,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { uniquePrefix } from '../../../test/harness/clients.ts';
-import { commandCalls, scriptCalls } from '../../../test/harness/connection-checks.ts';
+import {
+  commandCalls,
+  scriptCalls,
+  scriptCallsSinceLastLook,
+} from '../../../test/harness/connection-checks.ts';
 import { clientOf, owned, ownServer, scriptsOnlyUrl } from '../../../test/harness/own-redis.ts';
 import { failOnError } from '../../../test/harness/store-errors.ts';
 import { createLimiter, type LimiterOptions, type SentinelError } from '../src/index.ts';
@@ -27,11 +31,7 @@ async function setup(options: Partial<LimiterOptions>, scriptsOnly = false) {
   await Promise.all([limiter.peek('warm-up'), limiter.peek('warm-up')]);
   await admin.config('RESETSTAT');
   /** Calls that ran Sentinel's code since the last look. */
-  const calls = async () => {
-    const count = await scriptCalls([admin]);
-    await admin.config('RESETSTAT');
-    return count;
-  };
+  const calls = scriptCallsSinceLastLook([admin]);
   return { limiter, calls, admin };
 }
 
