@@ -11,7 +11,7 @@ import {
   type SentinelError,
 } from '../packages/core/src/index.ts';
 import { uniquePrefix } from './harness/clients.ts';
-import { commandCalls } from './harness/connection-checks.ts';
+import { commandCalls, scriptCalls } from './harness/connection-checks.ts';
 import { clientOf, limiterOn, owned, ownServer } from './harness/own-redis.ts';
 
 const DAY_MS = 86_400_000;
@@ -164,6 +164,32 @@ describe('a busy but healthy Redis', () => {
       stall(20);
     });
     expect(summary(await decisions, errors)).toEqual({ admitted: 10, degraded: 0, errors: [] });
+  });
+
+  // A store that read its first replies late, as a busy process does, knows Redis's clock only
+  // to within that lateness. Its next call must still reach Redis in time: an expiry taken from
+  // the earliest reading Redis's clock might then have passes before the call arrives, and Redis
+  // does nothing with it until it is sent again. In a burst of such calls from a busy process,
+  // each one sent again could come too late again, and the burst was answered without Redis.
+  it('sends calls Redis can still run after reading its first replies late', async () => {
+    const server = await ownServer();
+    const admin = clientOf(server.url);
+    // Another limiter loads Sentinel's code: the one under test knows nothing of Redis yet.
+    await limiterOn(clientOf(server.url)).warmUp();
+    const client = clientOf(server.url);
+    await client.ping();
+    const { limiter, errors } = limiterOn(client, { limit: 10 });
+    const first = limiter.consume('late');
+    // Queued after the store's own immediate, which sends the call: the reply waits unread.
+    setImmediate(() => stall(60));
+    expect((await first).degraded).toBeUndefined();
+    await admin.config('RESETSTAT');
+    const next = await limiter.consume('late');
+    expect(next).toMatchObject({ allowed: true, remaining: 8 });
+    expect(next.degraded).toBeUndefined();
+    // Run once: not first refused by Redis as late, then sent again.
+    expect(await scriptCalls([admin])).toBe(1);
+    expect(errors).toEqual([]);
   });
 
   // Longer than the wall-clock backstop (10 × timeout): a process that was blocked itself could

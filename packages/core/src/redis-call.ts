@@ -83,11 +83,16 @@ export class RedisCall implements ScriptCall {
       return '';
     }
     // Redis does nothing with the call once its clock reads past the earliest reading it may
-    // have at the deadline (in whole ms, less one: it compares whole ms), so the store may give
-    // up at the deadline, and Redis cannot run the call after that. Redis has the deadline less
-    // what this process does not know of its clock to run it, a millisecond or two; a call
-    // that reaches it too late is answered as such, with Redis's clock, and sent again.
-    const mayGiveUpAt = at + deadline;
+    // have when the store may give up (in whole ms, less one: it compares whole ms), so Redis
+    // cannot run the call after that. Redis has the deadline less what this process does not
+    // know of its clock to run it, a millisecond or two; a call that reaches it too late is
+    // answered as such, with Redis's clock, and sent again. A process that read its replies
+    // late, as a busy one does, knows the clock only to within that lateness: it then may give
+    // up later, by up to a timeout, so that Redis keeps at least half the deadline. Otherwise a
+    // burst from a busy process expires before it arrives, and so does each call sent again.
+    const unknown = node.clock.uncertainty(at);
+    const mayGiveUpAt =
+      at + deadline + Math.min(this.#timeout, Math.max(0, unknown - deadline / 2));
     this.sent = { at, listening, mayGiveUpAt, deadline };
     this.#expiry = String(Math.floor(node.clock.earliest(mayGiveUpAt)) - 1);
     return this.#expiry;

@@ -51,6 +51,11 @@ export class ServerClock {
     return at + this.#low - this.#drift(at);
   }
 
+  /** How far apart the earliest and the latest reading of the server's clock lie at `at`. */
+  uncertainty(at: number): number {
+    return this.#high - this.#low + 2 * this.#drift(at);
+  }
+
   /** The most the clocks can have drifted apart between the last narrowing and `at`. */
   #drift(at: number): number {
     return this.#sampled ? Math.max(0, at - this.#sampledAt) * MAX_DRIFT : 0;
