@@ -88,11 +88,12 @@ export class RedisCall implements ScriptCall {
     // know of its clock to run it, a millisecond or two; a call that reaches it too late is
     // answered as such, with Redis's clock, and sent again. A process that read its replies
     // late, as a busy one does, knows the clock only to within that lateness: it then may give
-    // up later, by up to a timeout, so that Redis keeps at least half the deadline. Otherwise a
-    // burst from a busy process expires before it arrives, and so does each call sent again.
-    const unknown = node.clock.uncertainty(at);
+    // up later, so that Redis keeps at least half the deadline, though never past the backstop.
+    // Otherwise a burst from a busy process expires before it arrives, and so does each call
+    // sent again (lateness of 160 ms seen beside a CPU hog).
+    const later = node.clock.uncertainty(at) - deadline / 2;
     const mayGiveUpAt =
-      at + deadline + Math.min(this.#timeout, Math.max(0, unknown - deadline / 2));
+      at + Math.min(this.#timeout * BACKSTOP_TIMEOUTS, deadline + Math.max(0, later));
     this.sent = { at, listening, mayGiveUpAt, deadline };
     this.#expiry = String(Math.floor(node.clock.earliest(mayGiveUpAt)) - 1);
     return this.#expiry;
