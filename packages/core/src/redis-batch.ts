@@ -19,7 +19,8 @@ export const MAX_BATCH = 64;
 /** The index of the expiry in the batch script's arguments (ARGV[2] in lua/batch.lua). */
 const BATCH_EXPIRY_ARG = 1;
 
-interface Member {
+/** A request of a batch, and what settles it. */
+export interface Member {
   readonly call: RedisCall;
   /** The script it would run alone: one algorithm's, or 'mixed'. */
   readonly script: StoreRequest['script'];
@@ -29,7 +30,11 @@ interface Member {
   /** Its cost and mode, as the script reads them. */
   readonly cost: string;
   readonly mode: string;
-  /** Its reply, as lua/evaluate.lua would give it; undefined to send it alone instead. */
+  /**
+   * Its reply, as lua/evaluate.lua would give it; undefined when it should go alone: it arrived
+   * by itself, or the batch could not run as one (a member gave up, or Redis ran it after its
+   * expiry) and the rest are better sent again one by one.
+   */
   settle(reply: number[] | undefined): void;
   fail(error: unknown): void;
 }
@@ -91,33 +96,18 @@ export class RedisBatches {
     this.#functions = functions;
   }
 
-  /**
-   * Adds a request to its group's batch. Resolves with its reply, or with undefined when it
-   * should go alone: it arrived by itself, or the batch could not run as one (a member gave
-   * up, or Redis ran it after its expiry) and the rest are better sent again one by one.
-   */
-  join(
-    group: string,
-    node: RedisNode,
-    call: RedisCall,
-    script: StoreRequest['script'],
-    keys: readonly string[],
-    policies: readonly string[],
-    cost: string,
-    mode: string,
-  ): Promise<number[] | undefined> {
-    return new Promise((settle, fail) => {
-      let members = this.#open.get(group);
-      if (members === undefined) {
-        members = [];
-        this.#open.set(group, members);
-        // The check phase runs once the loop has read every reply and request waiting, so a
-        // batch gathers all that one turn of the loop brought in.
-        setImmediate(() => this.#send(group, node, members as Member[]));
-      }
-      members.push({ call, script, keys, policies, cost, mode, settle, fail });
-      if (members.length === MAX_BATCH) this.#send(group, node, members);
-    });
+  /** Adds a request to its group's batch, which settles it: see Member. */
+  join(group: string, node: RedisNode, member: Member): void {
+    let members = this.#open.get(group);
+    if (members === undefined) {
+      members = [];
+      this.#open.set(group, members);
+      // The check phase runs once the loop has read every reply and request waiting, so a
+      // batch gathers all that one turn of the loop brought in.
+      setImmediate(() => this.#send(group, node, members as Member[]));
+    }
+    members.push(member);
+    if (members.length === MAX_BATCH) this.#send(group, node, members);
   }
 
   #send(group: string, node: RedisNode, all: Member[]): void {

@@ -48,8 +48,11 @@ export interface RedisStoreOptions {
 /** What a reset resolves its call with: it decides nothing. */
 const NOTHING: StoreReply = { allowed: true, policies: [] };
 
-/** Sends a call to its server; resolves with undefined once the call is no longer wanted. */
-type Command = (call: RedisCall, node: RedisNode) => Promise<StoreReply | undefined>;
+/**
+ * Sends a call to its server: a promise of its reply (undefined when it is answered otherwise),
+ * or undefined when the command settles the call itself, as a batch member does.
+ */
+type Command = (call: RedisCall, node: RedisNode) => Promise<StoreReply | undefined> | undefined;
 
 const REDIS_STORE_OPTIONS = {
   client: true,
@@ -117,7 +120,7 @@ export class RedisStore implements Store {
     const { keys, now, cost, apply, args, script, adjust } = request;
     // Whatever writes must not count late: consumes, penalties and refunds carry an expiry.
     const writes = apply || adjust !== undefined;
-    const alone: Command = async (call, node) => {
+    const alone = async (call: RedisCall, node: RedisNode): Promise<StoreReply | undefined> => {
       // Built only for a call sent alone. The fourth argument, the expiry, is written by the
       // evaluator at each send.
       const argv = [now === undefined ? '' : String(now), String(cost), mode(request), '', ...args];
@@ -134,23 +137,34 @@ export class RedisStore implements Store {
     };
     // A caller's clock differs call by call, while a batch runs on one.
     if (now !== undefined) return this.#call(keys, writes, alone);
-    return this.#call(keys, writes, async (call, node) => {
+    return this.#call(keys, writes, (call, node) => {
       const group = this.#batchGroup(keys[0] as string);
-      if (group !== undefined) {
-        const reply = await this.#batches.join(
-          group,
-          node,
-          call,
-          script,
-          keys,
-          args,
-          String(cost),
-          mode(request),
-        );
-        if (reply !== undefined) return decodeReply(reply, call.clock);
-        if (!call.wanted) return undefined;
-      }
-      return alone(call, node);
+      if (group === undefined) return alone(call, node);
+      // The batch settles the call straight from its reply: no promise per member between them.
+      this.#batches.join(group, node, {
+        call,
+        script,
+        keys,
+        policies: args,
+        cost: String(cost),
+        mode: mode(request),
+        settle: (reply) => {
+          if (reply === undefined) {
+            if (call.wanted) this.#settle(call, node, alone(call, node));
+            return;
+          }
+          let decoded: StoreReply;
+          try {
+            decoded = decodeReply(reply, call.clock);
+          } catch (error) {
+            this.#failed(call, node, error);
+            return;
+          }
+          call.resolve(decoded);
+        },
+        fail: (error) => this.#failed(call, node, error),
+      });
+      return undefined;
     });
   }
 
@@ -231,22 +245,34 @@ export class RedisStore implements Store {
     if (call.settled) return;
     const node = this.#node(keys[0]);
     call.node = node;
-    command(call, node).then(
-      (reply) => {
-        if (reply !== undefined) call.resolve(reply);
+    const reply = command(call, node);
+    if (reply !== undefined) this.#settle(call, node, reply);
+  }
+
+  /** Settles a call with the reply a command promised. */
+  #settle(call: RedisCall, node: RedisNode, reply: Promise<StoreReply | undefined>): void {
+    reply.then(
+      (value) => {
+        if (value !== undefined) call.resolve(value);
       },
-      (error: unknown) => {
-        if (error instanceof SentinelError) return call.fail(error);
-        const replied = this.#client.isReplyError(error);
-        if (replied) node.heard();
-        else node.down = true;
-        const message = error instanceof Error ? error.message : String(error);
-        call.fail(
-          new SentinelError(replied ? 'STORE_FAILED' : 'STORE_UNAVAILABLE', message, {
-            cause: error,
-          }),
-        );
-      },
+      (error: unknown) => this.#failed(call, node, error),
+    );
+  }
+
+  /** Fails a call whose command failed: a reply error means its server answered. */
+  #failed(call: RedisCall, node: RedisNode, error: unknown): void {
+    if (error instanceof SentinelError) {
+      call.fail(error);
+      return;
+    }
+    const replied = this.#client.isReplyError(error);
+    if (replied) node.heard();
+    else node.down = true;
+    const message = error instanceof Error ? error.message : String(error);
+    call.fail(
+      new SentinelError(replied ? 'STORE_FAILED' : 'STORE_UNAVAILABLE', message, {
+        cause: error,
+      }),
     );
   }
 
