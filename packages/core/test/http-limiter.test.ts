@@ -168,6 +168,35 @@ describe('identities', () => {
   });
 });
 
+describe('identify, skip and cost answering later', () => {
+  // The defaults answer at once, and check() then skips the waits: these take the other path.
+  it.each([
+    ['a promise', (key: string) => Promise.resolve({ key })],
+    // Anything `await` would adopt, as the contract has always allowed.
+    // biome-ignore lint/suspicious/noThenProperty: a thenable is what this case is about.
+    ['a thenable', (key: string) => ({ then: (settle: (v: unknown) => void) => settle({ key }) })],
+  ])('count under the identity that %s resolves to', async (_, later) => {
+    const verdicts = await drain(
+      // biome-ignore lint/suspicious/noExplicitAny: a thenable is not the declared Promise.
+      { tiers: FREE, identify: (req) => later(String(req.headers['x-tenant'])) as any },
+      3,
+      client('203.0.113.9', { 'x-tenant': 'acme' }),
+    );
+    expect(verdicts.map((v) => v.decision?.allowed)).toEqual([true, true, false]);
+  });
+
+  it('skip a request that an async skip says to skip, and charge an async cost', async () => {
+    const skipped = await drain({ tiers: FREE, skip: async () => true }, 3);
+    expect(skipped.map((v) => v.decision)).toEqual([undefined, undefined, undefined]);
+    const [first, second] = await drain(
+      { tiers: FREE, skip: async () => false, cost: async () => 2 },
+      2,
+    );
+    expect(first?.decision).toMatchObject({ allowed: true, remaining: 0 });
+    expect(second?.decision?.allowed).toBe(false);
+  });
+});
+
 describe('failures before the store', () => {
   it('are reported with the request and let through by default', async () => {
     const errors: Array<[string, unknown]> = [];

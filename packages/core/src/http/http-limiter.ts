@@ -97,29 +97,53 @@ function checkIdentity(found: IdentifyResult): Identity | 'unauthorized' | null 
   return found;
 }
 
+type ChargeSettings<Req> = Pick<HttpSettings<Req>, 'allowed' | 'skip' | 'identify' | 'cost'>;
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
 /**
  * Runs the user's `skip`, `identify` and `cost` for a request: undefined to leave it alone, or
  * what it counts as. Throws what they throw, and a TypeError for what they should not return.
  * The cost a function returns is checked by the limiter, which checks every cost it is given.
+ * Answers at once when none of them is asynchronous, as with the defaults: a promise and the
+ * turns of the event loop it waits would be most of what this step costs.
  */
-async function chargeOf<Req extends RequestLike>(
+function chargeOf<Req extends RequestLike>(
   req: Req,
-  {
-    allowed,
-    skip,
-    identify,
-    cost,
-  }: Pick<HttpSettings<Req>, 'allowed' | 'skip' | 'identify' | 'cost'>,
-): Promise<Charge | undefined> {
+  settings: ChargeSettings<Req>,
+): Charge | undefined | Promise<Charge | undefined> {
+  const { allowed, skip, identify, cost } = settings;
   if (allowed?.(req.ip)) return undefined;
-  if (skip) {
-    const skipped = await skip(req);
-    if (typeof skipped !== 'boolean') {
-      throw new TypeError(`\`skip\` returned ${describe(skipped)}, not true or false`);
-    }
-    if (skipped) return undefined;
+  if (skip) return skippedOrCharged(req, settings);
+  const found = identify(req);
+  if (isThenable(found) || typeof cost === 'function') return charged(req, found, cost);
+  return { identity: checkIdentity(found), cost };
+}
+
+async function skippedOrCharged<Req extends RequestLike>(
+  req: Req,
+  { skip, identify, cost }: ChargeSettings<Req>,
+): Promise<Charge | undefined> {
+  const skipped = await skip?.(req);
+  if (typeof skipped !== 'boolean') {
+    throw new TypeError(`\`skip\` returned ${describe(skipped)}, not true or false`);
   }
-  const identity = checkIdentity(await identify(req));
+  if (skipped) return undefined;
+  return charged(req, identify(req), cost);
+}
+
+async function charged<Req extends RequestLike>(
+  req: Req,
+  found: ReturnType<ChargeSettings<Req>['identify']>,
+  cost: ChargeSettings<Req>['cost'],
+): Promise<Charge> {
+  const identity = checkIdentity(await found);
   return { identity, cost: typeof cost === 'function' ? await cost(req) : cost };
 }
 
@@ -167,13 +191,24 @@ export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
     return failClosed && !shadow ? failedClosed() : LEFT_ALONE;
   }
 
-  async function check(req: Req): Promise<Verdict> {
-    let charge: Charge | undefined;
+  function check(req: Req): Promise<Verdict> {
+    let charge: Charge | undefined | Promise<Charge | undefined>;
     try {
-      charge = await chargeOf(req, settings);
+      charge = chargeOf(req, settings);
     } catch (error) {
-      return failed(error, req);
+      return Promise.resolve().then(() => failed(error, req));
     }
+    if (charge instanceof Promise) {
+      return charge.then(
+        (found) => decide(req, found),
+        (error: unknown) => failed(error, req),
+      );
+    }
+    return decide(req, charge);
+  }
+
+  /** The verdict on a request, once its charge is known. */
+  async function decide(req: Req, charge: Charge | undefined): Promise<Verdict> {
     if (charge === undefined) return LEFT_ALONE;
     let { identity } = charge;
     if (identity === 'unauthorized') {
