@@ -116,7 +116,7 @@ export function byApiKey({
   checkPositiveInteger(cacheSize, 'byApiKey.cacheSize');
   checkPositiveInteger(cacheTtlMs, 'byApiKey.cacheTtlMs');
   const cache = new LookupCache<ApiKeyTenant | null>(cacheSize, cacheTtlMs);
-  const hashes = new FingerprintCache(cacheSize);
+  const hashes = new FingerprintCache(cacheSize, 'key:');
   const reject = unknownKey === 'reject';
   return function identifyByApiKey(req) {
     const apiKey = readApiKey(req, name, bearer);
@@ -124,7 +124,7 @@ export function byApiKey({
     // Too long to be a key anyone was issued: an unknown key, which 'reject' refuses like any other.
     if (apiKey.length > MAX_HEADER_LENGTH) return reject ? 'unauthorized' : null;
     const hashed = hashes.of(apiKey);
-    if (lookup === undefined) return { key: `key:${hashed}` };
+    if (lookup === undefined) return { key: hashed };
     const key = apiKey;
     return cache
       .get(hashed, async () => (await lookup(key)) ?? null)
