@@ -120,6 +120,11 @@ describe('byIp', () => {
     ['2001:db8:aa:bb00::1', 'ip:2001:db8:aa:bb00::/56'],
     ['2001:db8:aa:bbff:ffff::9', 'ip:2001:db8:aa:bb00::/56'],
     ['2001:db8:aa:cc00::1', 'ip:2001:db8:aa:cc00::/56'],
+    // IPv4 written other ways (leading zeros, octal, hex, short forms) counts as its dotted quad.
+    ['010.0.0.1', 'ip:8.0.0.1'],
+    ['1.2.3.04', 'ip:1.2.3.4'],
+    ['0x7f.0.0.1', 'ip:127.0.0.1'],
+    ['127.1', 'ip:127.0.0.1'],
   ])('groups %s as %s', async (ip, key) => {
     expect(await byIp()(request({}, ip))).toEqual({ key });
   });

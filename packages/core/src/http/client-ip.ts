@@ -1,4 +1,5 @@
 // Normalises client IPs into rate-limit identities: IPv4 as is, IPv6 grouped by subnet.
+import { isIPv4 } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { describe, fail } from '../validation.ts';
 
@@ -9,7 +10,11 @@ import { describe, fail } from '../validation.ts';
  * is not an address.
  */
 export function ipIdentity(ip: string | undefined, subnet: number): string | undefined {
-  if (ip === undefined || !ipaddr.isValid(ip)) return undefined;
+  if (ip === undefined) return undefined;
+  // A dotted quad without leading zeros is its own identity. Most clients are, and skip the two
+  // parses by ipaddr.js, which took a fifth of the Node time of a decision made by address.
+  if (isIPv4(ip)) return ip;
+  if (!ipaddr.isValid(ip)) return undefined;
   let address = ipaddr.parse(ip);
   if (address.kind() === 'ipv6') {
     const v6 = address as ipaddr.IPv6;
