@@ -123,11 +123,12 @@ export function byApiKey({
     if (apiKey === undefined) return null;
     // Too long to be a key anyone was issued: an unknown key, which 'reject' refuses like any other.
     if (apiKey.length > MAX_HEADER_LENGTH) return reject ? 'unauthorized' : null;
-    const hashed = hashes.of(apiKey);
-    if (lookup === undefined) return { key: hashed };
+    // 'key:' and the key's fingerprint: the identity, and the lookup cache's key.
+    const fingerprinted = hashes.of(apiKey);
+    if (lookup === undefined) return { key: fingerprinted };
     const key = apiKey;
     return cache
-      .get(hashed, async () => (await lookup(key)) ?? null)
+      .get(fingerprinted, async () => (await lookup(key)) ?? null)
       .then((found) => {
         if (found === null) return reject ? 'unauthorized' : null;
         const identity: Identity = { key: `tenant:${found.tenant}` };
