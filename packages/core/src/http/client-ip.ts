@@ -10,22 +10,27 @@ import { describe, fail } from '../validation.ts';
  * is not an address.
  */
 export function ipIdentity(ip: string | undefined, subnet: number): string | undefined {
-  if (ip === undefined) return undefined;
   // A dotted quad without leading zeros is its own identity. Most clients are, and skip the two
   // parses by ipaddr.js, which took a fifth of the Node time of a decision made by address.
-  if (isIPv4(ip)) return ip;
-  if (!ipaddr.isValid(ip)) return undefined;
-  let address = ipaddr.parse(ip);
+  if (ip !== undefined && isIPv4(ip)) return ip;
+  const address = clientAddress(ip);
+  if (address === undefined) return undefined;
   if (address.kind() === 'ipv6') {
     const v6 = address as ipaddr.IPv6;
-    if (v6.isIPv4MappedAddress()) {
-      address = v6.toIPv4Address();
-    } else {
-      const network = ipaddr.IPv6.networkAddressFromCIDR(`${v6.toNormalizedString()}/${subnet}`);
-      return `${network.toString()}/${subnet}`;
-    }
+    const network = ipaddr.IPv6.networkAddressFromCIDR(`${v6.toNormalizedString()}/${subnet}`);
+    return `${network.toString()}/${subnet}`;
   }
   return address.toString();
+}
+
+/** An address as ipaddr.js holds it, an IPv4-mapped IPv6 one as IPv4; undefined for no address. */
+function clientAddress(ip: string | undefined): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  if (ip === undefined || !ipaddr.isValid(ip)) return undefined;
+  const address = ipaddr.parse(ip);
+  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
+    return (address as ipaddr.IPv6).toIPv4Address();
+  }
+  return address;
 }
 
 /** A matcher for addresses and CIDR ranges, IPv4 and IPv6, built once. */
@@ -45,11 +50,8 @@ export function ipMatcher(
     return fail(option, `holds ${describe(entry)}, which is not an IP address or CIDR range`);
   });
   return (ip) => {
-    if (ip === undefined || !ipaddr.isValid(ip)) return false;
-    let address = ipaddr.parse(ip);
-    if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
-      address = (address as ipaddr.IPv6).toIPv4Address();
-    }
+    const address = clientAddress(ip);
+    if (address === undefined) return false;
     return ranges.some(([range, bits]) => {
       if (range.kind() !== address.kind()) return false;
       return bits === -1 ? range.toString() === address.toString() : address.match(range, bits);
