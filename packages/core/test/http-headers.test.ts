@@ -89,6 +89,24 @@ describe('draft-11', () => {
   });
 });
 
+// Items are kept by policy name between responses: one name with another limit or window,
+// as two limiters or an identify's own policies may have, must not get the first one's.
+it('describes each policy by its own quota and window, whatever came before by that name', () => {
+  const wider = policy({ limit: 100, windowMs: 3_600_000, remaining: 99, resetMs: 36_000 });
+  const decision = (p: PolicyDecision): Decision => ({ ...single, limit: p.limit, policies: [p] });
+  expect(draft11Headers(decision(minute))['RateLimit-Policy']).toBe('"free-minute";q=10;w=60');
+  expect(draft11Headers(decision(wider))['RateLimit-Policy']).toBe('"free-minute";q=100;w=3600');
+  expect(draft11Headers(decision(policy({ windowMs: 1_000 })))['RateLimit-Policy']).toBe(
+    '"free-minute";q=10;w=1',
+  );
+  expect(draft11Headers(decision(minute))['RateLimit-Policy']).toBe('"free-minute";q=10;w=60');
+  for (let i = 0; i < 3_000; i++) {
+    const many = policy({ policy: `p${i}`, limit: i + 1 });
+    expect(draft11Headers(decision(many))['RateLimit-Policy']).toBe(`"p${i}";q=${i + 1};w=60`);
+  }
+  expect(draft11Headers({ ...several, policy: 'pro-burst' }).RateLimit).toBe('"pro-burst";r=0;t=1');
+});
+
 describe('older formats', () => {
   it('draft-7 sends one RateLimit dictionary and the policy', () => {
     expect(draft7Headers(single)).toEqual({

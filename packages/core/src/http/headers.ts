@@ -1,5 +1,5 @@
 // RateLimit headers, one pure function per format; adapters write the record to their response.
-import type { Decision } from '../types.ts';
+import type { Decision, PolicyDecision } from '../types.ts';
 import { describe, fail } from '../validation.ts';
 
 /** The header formats Sentinel writes; the list also defines the type. */
@@ -34,15 +34,46 @@ export function knowsState(decision: Decision): boolean {
   return decision.degraded === undefined || decision.degraded === 'local';
 }
 
+/** A policy's draft-11 `RateLimit-Policy` item, and its name as a Structured Field String. */
+interface PolicyItem {
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly name: string;
+  readonly item: string;
+}
+
+/**
+ * Items by policy name: they depend on the policy alone, and building them per response (the
+ * name's test as a Structured Field String, the numbers' formatting) was a tenth of a check on
+ * the memory store. Names may be reused with other limits, so an item is used only for its own.
+ * Bounded: policies an `identify` brings along have names of its choosing.
+ */
+const policyItems = new Map<string, PolicyItem>();
+const POLICY_ITEMS_KEPT = 1000;
+
+function policyItem({ policy, limit, windowMs }: PolicyDecision): PolicyItem {
+  const known = policyItems.get(policy);
+  if (known !== undefined && known.limit === limit && known.windowMs === windowMs) return known;
+  const name = sfString(policy);
+  const item = { limit, windowMs, name, item: `${name};q=${limit};w=${seconds(windowMs)}` };
+  if (policyItems.size >= POLICY_ITEMS_KEPT) policyItems.clear();
+  policyItems.set(policy, item);
+  return item;
+}
+
 /** draft-ietf-httpapi-ratelimit-headers-11: every policy, and the most restrictive one's state. */
 export function draft11Headers(decision: Decision): Record<string, string> {
+  const { policies } = decision;
   const headers: Record<string, string> = {
-    'RateLimit-Policy': decision.policies
-      .map((p) => `${sfString(p.policy)};q=${p.limit};w=${seconds(p.windowMs)}`)
-      .join(', '),
+    'RateLimit-Policy':
+      policies.length === 1
+        ? policyItem(policies[0] as PolicyDecision).item
+        : policies.map((p) => policyItem(p).item).join(', '),
   };
   if (knowsState(decision)) {
-    headers.RateLimit = `${sfString(decision.policy)};r=${decision.remaining};t=${seconds(decision.resetMs)}`;
+    // The chosen policy is one of the decision's: its item was just made or found.
+    const name = policyItems.get(decision.policy)?.name ?? sfString(decision.policy);
+    headers.RateLimit = `${name};r=${decision.remaining};t=${seconds(decision.resetMs)}`;
   }
   return headers;
 }
@@ -89,13 +120,14 @@ export function legacyHeaders(decision: Decision, now = Date.now()): Record<stri
   return headers;
 }
 
-type HeaderWriter = (decision: Decision, now: number) => Record<string, string>;
+/** A format's headers; `clock` is read only by a format that states a time, as legacy does. */
+type HeaderWriter = (decision: Decision, clock: () => number) => Record<string, string>;
 
 const WRITERS: Record<HeaderFormat, HeaderWriter> = {
   'draft-11': draft11Headers,
   'draft-7': draft7Headers,
   'draft-6': draft6Headers,
-  legacy: legacyHeaders,
+  legacy: (decision, clock) => legacyHeaders(decision, clock()),
 };
 
 /**
@@ -132,8 +164,20 @@ export function rateLimitHeaders(
   formats: readonly HeaderFormat[],
   now = Date.now(),
 ): Record<string, string> {
-  if (formats.length === 1) return WRITERS[formats[0] as HeaderFormat](decision, now);
+  return headersFor(decision, formats, () => now);
+}
+
+/**
+ * rateLimitHeaders for the request path: the limiter's `clock` is read only when a format needs
+ * the time, which the default format does not.
+ */
+export function headersFor(
+  decision: Decision,
+  formats: readonly HeaderFormat[],
+  clock: () => number,
+): Record<string, string> {
+  if (formats.length === 1) return WRITERS[formats[0] as HeaderFormat](decision, clock);
   const headers: Record<string, string> = {};
-  for (const format of formats) Object.assign(headers, WRITERS[format](decision, now));
+  for (const format of formats) Object.assign(headers, WRITERS[format](decision, clock));
   return headers;
 }

@@ -1,6 +1,6 @@
 // What an adapter does with a request: pass it on with headers, or answer it with a problem.
 import type { Decision } from '../types.ts';
-import { type HeaderFormat, rateLimitHeaders, retryAfterSeconds } from './headers.ts';
+import { type HeaderFormat, headersFor, retryAfterSeconds } from './headers.ts';
 import {
   banned,
   COST_EXCEEDS_LIMIT_STATUS,
@@ -83,7 +83,7 @@ export interface Ban {
 }
 
 /**
- * The verdict on a decision for a request of `cost` units, `now` being the limiter's clock, and
+ * The verdict on a decision for a request of `cost` units, `now` the limiter's clock, and
  * `ban` set for a refusal past the ban count. A refusal keeps its headers in shadow mode, so that
  * they show what enforcing would answer.
  */
@@ -91,10 +91,10 @@ export function verdictOn(
   decision: Decision,
   cost: number,
   { formats, shadow }: VerdictSettings,
-  now: number,
+  now: () => number,
   ban?: Ban,
 ): Verdict {
-  const headers = formats.length === 0 ? {} : rateLimitHeaders(decision, formats, now);
+  const headers = formats.length === 0 ? {} : headersFor(decision, formats, now);
   const retryAfter = retryAfterSeconds(decision);
   if (!decision.allowed && retryAfter !== undefined) headers['Retry-After'] = String(retryAfter);
   if (decision.allowed || shadow) return { action: 'next', headers, decision };
