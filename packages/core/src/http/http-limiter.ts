@@ -207,27 +207,34 @@ export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
     return decide(req, charge);
   }
 
-  /** The verdict on a request, once its charge is known. */
-  async function decide(req: Req, charge: Charge | undefined): Promise<Verdict> {
-    if (charge === undefined) return LEFT_ALONE;
+  /**
+   * The verdict on a request, once its charge is known. A chain of callbacks rather than an
+   * async function: no promise of its own on top of the limiter's, on every request.
+   */
+  function decide(req: Req, charge: Charge | undefined): Promise<Verdict> {
+    if (charge === undefined) return Promise.resolve(LEFT_ALONE);
     let { identity } = charge;
     if (identity === 'unauthorized') {
-      if (!shadow) return rejectedKey();
+      if (!shadow) return Promise.resolve(rejectedKey());
       // Shadow mode may not refuse it: count the request as if it carried no key.
       identity = identifyByIp(req);
     }
     const key = identity?.key ?? 'anonymous';
-    let decision: Decision;
-    try {
-      decision = await limiter.consume(key, {
-        cost: charge.cost,
-        tier: identity?.tier,
-        policies: identity?.policies,
-      });
-    } catch (error) {
-      // The limiter answers store failures with a decision: only a cost it refuses lands here.
-      return failed(error, req);
-    }
+    return limiter
+      .consume(key, { cost: charge.cost, tier: identity?.tier, policies: identity?.policies })
+      .then(
+        (decision) => verdictFor(req, charge.cost, key, decision),
+        // The limiter answers store failures with a decision: only a cost it refuses lands here.
+        (error: unknown) => failed(error, req),
+      );
+  }
+
+  function verdictFor(
+    req: Req,
+    cost: number,
+    key: string,
+    decision: Decision,
+  ): Verdict | Promise<Verdict> {
     if (decision.error) report(decision.error, req);
     refunds.charged(key, decision);
     if (!decision.allowed && decision.degraded !== 'deny' && onLimited) {
@@ -238,11 +245,12 @@ export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
       }
     }
     // Shadow mode refuses nothing, so nothing there counts towards a ban.
-    const ban =
-      bans && !shadow && refusedForNow(decision)
-        ? await bans.count(key, decision, (error) => report(error, req))
-        : undefined;
-    return verdictOn(decision, charge.cost, settings, now(), ban);
+    if (bans && !shadow && refusedForNow(decision)) {
+      return bans
+        .count(key, decision, (error) => report(error, req))
+        .then((ban) => verdictOn(decision, cost, settings, now, ban));
+    }
+    return verdictOn(decision, cost, settings, now);
   }
 
   return {
