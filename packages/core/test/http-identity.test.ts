@@ -157,6 +157,20 @@ describe('chain', () => {
     expect(await waited).toEqual({ key: 'ip:198.51.100.1' });
     expect(await identify(request({ 'x-late': '1' }, '198.51.100.1'))).toEqual({ key: 'late' });
   });
+
+  // A lookup may hand back another library's promise: a thenable that yields nothing must pass
+  // the request on to the next identifier, as a promise that yields nothing does.
+  it('waits for a thenable as for a promise, and goes on when it yields nothing', async () => {
+    const thenable = (value: { key: string } | null) => ({
+      // biome-ignore lint/suspicious/noThenProperty: the point of the test is a non-Promise thenable
+      then: (resolve: (found: { key: string } | null) => void) => resolve(value),
+    });
+    const lookup = (req: { headers: Record<string, unknown> }) =>
+      thenable(req.headers['x-late'] === undefined ? null : { key: 'late' }) as never;
+    const identify = chain(lookup, byIp());
+    expect(await identify(request({}, '198.51.100.1'))).toEqual({ key: 'ip:198.51.100.1' });
+    expect(await identify(request({ 'x-late': '1' }, '198.51.100.1'))).toEqual({ key: 'late' });
+  });
 });
 
 describe('FingerprintCache', () => {

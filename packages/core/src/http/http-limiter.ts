@@ -6,7 +6,13 @@ import { describe } from '../validation.ts';
 import { BanCounter, closeShared, sharedConnection } from './ban.ts';
 import { knowsState } from './headers.ts';
 import { type HttpLimiterOptions, type HttpSettings, resolveHttpOptions } from './http-options.ts';
-import { byIp, type IdentifyResult, type Identity, type RequestLike } from './identity.ts';
+import {
+  byIp,
+  type IdentifyResult,
+  type Identity,
+  isThenable,
+  type RequestLike,
+} from './identity.ts';
 import { type NodeResponse, RefundByOutcome } from './refund-by-outcome.ts';
 import { failedClosed, LEFT_ALONE, rejectedKey, type Verdict, verdictOn } from './verdict.ts';
 
@@ -98,14 +104,6 @@ function checkIdentity(found: IdentifyResult): Identity | 'unauthorized' | null 
 }
 
 type ChargeSettings<Req> = Pick<HttpSettings<Req>, 'allowed' | 'skip' | 'identify' | 'cost'>;
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') &&
-    value !== null &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
-}
 
 /**
  * Runs the user's `skip`, `identify` and `cost` for a request: undefined to leave it alone, or

@@ -167,18 +167,27 @@ export function byIp({ ipv6Subnet = 56 }: IpOptions = {}): Identifier {
   };
 }
 
+/** A promise, or any object with a `then` method, which `await` adopts as one. */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
 /**
  * Tries identifiers in turn; the first that yields an identity (or a 401) wins. It answers
  * synchronously while the identifiers do, as the built-in ones without a lookup do, and waits
- * only for one that returns a promise.
+ * only for one that returns a promise (or another thenable, as `await` would).
  */
 export function chain<Req>(...identifiers: Identifier<Req>[]): Identifier<Req> {
   for (const identifier of identifiers) checkFunction(identifier, 'chain');
   const from = (req: Req, first: number): IdentifyResult | Promise<IdentifyResult> => {
     for (let i = first; i < identifiers.length; i++) {
       const found = (identifiers[i] as Identifier<Req>)(req);
-      if (found instanceof Promise) {
-        return found.then((value) =>
+      if (isThenable(found)) {
+        return Promise.resolve(found).then((value) =>
           value !== null && value !== undefined ? value : from(req, i + 1),
         );
       }
