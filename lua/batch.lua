@@ -14,12 +14,12 @@
 -- and its mode ('1' to consume, '0' to peek, 'p' or 'r<at>': see `decide` in
 -- lua/prelude.lua). A request's keys are its policies' keys, then its box keys.
 --
--- Returns per request { allowed, then per policy: allowed, remaining, reset_ms, retry_ms },
--- all in one flat list, then the Redis clock; or { -1, the Redis clock } when the call arrived
--- after ARGV[2] and did nothing. src/store-reply.ts decodes it; keep the two in step.
+-- Returns each request's answer as lua/evaluate.lua gives it, without the clock, all in one flat
+-- list, then the Redis clock; or { the Redis clock } alone when the call arrived after ARGV[2]
+-- and did nothing. src/store-reply.ts decodes it; keep the two in step.
 
 local clock, now, late = begin(ARGV[1], tonumber(ARGV[2]))
-if late then return { -1, clock } end
+if late then return { clock } end
 
 -- Each plan's policy count and where its policies start in ARGV: requests name a plan rather
 -- than repeat its policies, which halves a one-policy request's arguments.
@@ -30,6 +30,7 @@ for plan = 1, ARGV[4] + 0 do
   arg = arg + 1 + ARGS_PER_POLICY * counts[plan]
 end
 local reply = {}
+local n = 1
 local key = 1
 local requests = ARGV[3] + 0
 -- Requests alike, the usual batch, are described once: three arguments fewer per request.
@@ -41,7 +42,8 @@ for i = 1, requests do
     plan, cost, mode = ARGV[arg] + 0, ARGV[arg + 1] + 0, ARGV[arg + 2]
     arg = arg + 3
   end
-  key = key + decide(key, starts[plan], counts[plan], cost, now, mode, reply, #reply + 1)
+  key = key + decide(key, starts[plan], counts[plan], cost, now, mode)
+  n = answer(counts[plan], reply, n)
 end
-reply[#reply + 1] = clock
+reply[n] = clock
 return reply

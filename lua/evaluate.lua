@@ -14,21 +14,24 @@
 -- ARGV[4i+3]       window of policy i, in milliseconds
 -- ARGV[4i+4]       penalty box of policy i in milliseconds, or 0 for none
 --
--- Returns { allowed, then per policy: allowed, remaining, reset_ms, retry_ms, then the Redis
--- clock in Unix milliseconds }, or { -1, the Redis clock } when the call arrived after ARGV[4]
--- and did nothing. Integers only, so the reply reads the same over RESP2 and RESP3.
--- src/store-reply.ts decodes it; keep the two in step.
+-- Returns { per policy `remaining, reset_ms` if it admits, `-1 - remaining, reset_ms, retry_ms`
+-- if not (see `answer` in lua/prelude.lua), then the Redis clock in Unix milliseconds }, or
+-- { the Redis clock } alone when the call arrived after ARGV[4] and did nothing. Integers only,
+-- so the reply reads the same over RESP2 and RESP3. src/store-reply.ts decodes it; keep the two
+-- in step.
 
 -- A caller past its deadline has been answered without this call: consuming now would charge a
 -- request that was never told it counted.
 local clock, now, late = begin(ARGV[1], tonumber(ARGV[4]))
-if late then return { -1, clock } end
+if late then return { clock } end
 
 local count = (#ARGV - 4) / ARGS_PER_POLICY
+decide(1, 5, count, ARGV[2] + 0, now, ARGV[3])
 -- Sized up front for one policy, the usual call: a table filled field by field is reallocated
--- each time it outgrows a power of two, a few percent of the call's time on Redis.
+-- each time it outgrows a power of two, a few percent of the call's time on Redis. The reply
+-- ends at its first nil.
 local reply
-if count == 1 then reply = { 0, 0, 0, 0, 0, 0 } else reply = {} end
-decide(1, 5, count, ARGV[2] + 0, now, ARGV[3], reply, 1)
-reply[2 + FIELDS_PER_POLICY * count] = clock
+if count == 1 then reply = { 0, 0, 0, 0 } else reply = {} end
+local n = answer(count, reply, 1)
+reply[n], reply[n + 1] = clock, nil
 return reply

@@ -197,11 +197,11 @@ export async function loadContenders(admin: Redis): Promise<ScriptContender[]> {
     } catch (error) {
       throw new Error(`${contender.name} fails on Redis: ${(error as Error).message}`);
     }
-    // Sentinel's scripts must decide, not return early on arguments they do not read: an
-    // admission, one policy's four fields, and the Redis clock.
+    // Sentinel's scripts must decide, not return early on arguments they do not read: one
+    // policy's admission (what is left and its reset), and the Redis clock.
     if (
       contender.kind.startsWith('sentinel') &&
-      !(Array.isArray(reply) && reply.length === 6 && reply[0] === 1)
+      !(Array.isArray(reply) && reply.length === 3 && reply[0] >= 0)
     ) {
       throw new Error(`${contender.name} did not decide on Redis: ${JSON.stringify(reply)}`);
     }

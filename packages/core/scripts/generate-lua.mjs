@@ -36,7 +36,7 @@ for (const name of algorithms) {
 const prelude = lua('prelude');
 const evaluate = lua('evaluate');
 // Constants the TypeScript side shares with the scripts: the epoch, and the layout of a policy's
-// arguments and reply fields, which it builds and reads.
+// arguments, which it builds.
 const constant = (name) => {
   const value = new RegExp(`local ${name} = (\\d+)`).exec(prelude)?.[1];
   if (!value) throw new Error(`lua/prelude.lua must define ${name}`);
@@ -44,7 +44,6 @@ const constant = (name) => {
 };
 const epoch = constant('EPOCH_MS');
 const argsPerPolicy = constant('ARGS_PER_POLICY');
-const fieldsPerPolicy = constant('FIELDS_PER_POLICY');
 
 // One script per algorithm keeps each as small as it can be; `mixed` serves tiers whose
 // policies use different algorithms. A batch of requests whose policies all use one algorithm
@@ -86,9 +85,6 @@ out += "/** The scripts' epoch: their times are milliseconds since this Unix tim
 out += `export const EPOCH_MS = ${epoch};\n\n`;
 out += "/** A policy's arguments to the scripts: algorithm, limit, window and penalty box. */\n";
 out += `export const ARGS_PER_POLICY = ${argsPerPolicy};\n\n`;
-out +=
-  "/** A policy's fields in the scripts' reply: allowed, remaining, reset_ms and retry_ms. */\n";
-out += `export const FIELDS_PER_POLICY = ${fieldsPerPolicy};\n\n`;
 out +=
   '/** The algorithms Sentinel runs, each atomically in one Redis script call and in memory. */\n';
 out += `export const ALGORITHMS = [\n${algorithms.map((name) => `  '${name}',\n`).join('')}] as const;\n\n`;

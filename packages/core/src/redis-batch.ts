@@ -5,12 +5,8 @@ import type { RedisCall, Send } from './redis-call.ts';
 import type { RedisConnection } from './redis-connection.ts';
 import type { RedisNode } from './redis-node.ts';
 import { evaluateScript, type ScriptCall } from './script-evaluator.ts';
-import {
-  ARGS_PER_POLICY,
-  FIELDS_PER_POLICY,
-  type LuaScript,
-  scripts,
-} from './scripts.generated.ts';
+import { ARGS_PER_POLICY, type LuaScript, scripts } from './scripts.generated.ts';
+import { answerLength } from './store-reply.ts';
 import type { StoreRequest } from './types.ts';
 
 /** Requests per batch at most: a script blocks Redis while it runs, so a batch stays short. */
@@ -31,11 +27,12 @@ export interface Member {
   readonly cost: string;
   readonly mode: string;
   /**
-   * Its reply, as lua/evaluate.lua would give it; undefined when it should go alone: it arrived
-   * by itself, or the batch could not run as one (a member gave up, or Redis ran it after its
-   * expiry) and the rest are better sent again one by one.
+   * The batch's reply, whose answer to it (as lua/evaluate.lua would give it, without the clock)
+   * starts at `start`; undefined when it should go alone: it arrived by itself, or the batch
+   * could not run as one (a member gave up, or Redis ran it after its expiry) and the rest are
+   * better sent again one by one.
    */
-  settle(reply: number[] | undefined): void;
+  settle(reply: readonly number[] | undefined, start?: number): void;
   fail(error: unknown): void;
 }
 
@@ -159,11 +156,12 @@ export class RedisBatches {
           for (const member of members) member.settle(undefined);
           return;
         }
+        // Answers differ in length: each member reads its own where the one before it ended.
         let at = 0;
         for (const member of members) {
-          const length = 1 + FIELDS_PER_POLICY * (member.policies.length / ARGS_PER_POLICY);
-          member.settle(reply.slice(at, at + length));
-          at += length;
+          const start = at;
+          at += answerLength(reply, start, member.policies.length / ARGS_PER_POLICY);
+          member.settle(reply, start);
         }
       },
       (error: unknown) => {

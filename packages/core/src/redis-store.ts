@@ -120,6 +120,7 @@ export class RedisStore implements Store {
     const { keys, now, cost, apply, args, script, adjust } = request;
     // Whatever writes must not count late: consumes, penalties and refunds carry an expiry.
     const writes = apply || adjust !== undefined;
+    const count = request.policies.length;
     const alone = async (call: RedisCall, node: RedisNode): Promise<StoreReply | undefined> => {
       // Built only for a call sent alone. The fourth argument, the expiry, is written by the
       // evaluator at each send.
@@ -133,7 +134,7 @@ export class RedisStore implements Store {
         argv,
         call,
       );
-      return reply && decodeReply(reply, now ?? call.clock);
+      return reply && decodeReply(reply, count, now ?? call.clock);
     };
     // A caller's clock differs call by call, while a batch runs on one.
     if (now !== undefined) return this.#call(keys, writes, alone);
@@ -148,14 +149,14 @@ export class RedisStore implements Store {
         policies: args,
         cost: String(cost),
         mode: mode(request),
-        settle: (reply) => {
+        settle: (reply, start) => {
           if (reply === undefined) {
             if (call.wanted) this.#settle(call, node, alone(call, node));
             return;
           }
           let decoded: StoreReply;
           try {
-            decoded = decodeReply(reply, call.clock);
+            decoded = decodeReply(reply, count, call.clock, start);
           } catch (error) {
             this.#failed(call, node, error);
             return;

@@ -1,12 +1,10 @@
-// The Lua scripts' reply, decoded in one place: the flat integers of lua/evaluate.lua, by name.
-// Its layout, the trailing Redis clock taken off: the overall `allowed` (1 or 0), then per
-// policy FIELDS_PER_POLICY fields, `allowed, remaining, reset_ms, retry_ms`, with a retry of -1
-// for never. Integers only, so it reads the same over RESP2 and RESP3.
-import { FIELDS_PER_POLICY } from './scripts.generated.ts';
+// The Lua scripts' reply, decoded in one place, by name. Its layout, the trailing Redis clock
+// taken off: per policy `remaining, reset_ms` for one that admits, and `-1 - remaining,
+// reset_ms, retry_ms` for one that refuses, with a retry of -1 for never (see `answer` in
+// lua/prelude.lua); a request admits when every policy does. A batch's reply is its requests'
+// answers one after the other. Integers only, so it reads the same over RESP2 and RESP3.
 import type { PolicyOutcome, StoreReply } from './types.ts';
 
-/** The first element of a call that reached Redis after its expiry and did nothing. */
-const EXPIRED = -1;
 /** The retry of a cost that exceeds the limit. */
 const NEVER = -1;
 
@@ -15,23 +13,52 @@ export function retryAfterOf(retry: number): number {
   return retry === NEVER ? Number.POSITIVE_INFINITY : retry;
 }
 
-/** Whether Redis ran the call too late, and so did nothing. */
+/** Whether Redis ran the call too late, and so did nothing: it then answers with its clock alone. */
 export function isExpired(reply: readonly number[]): boolean {
-  return reply[0] === EXPIRED;
+  return reply.length === 0;
 }
 
-/** Names the fields of a script's reply; `at` is the Unix ms the script decided at. */
-export function decodeReply(reply: readonly number[], at?: number): StoreReply {
-  const count = (reply.length - 1) / FIELDS_PER_POLICY;
+/** How many of a reply's integers, from `start`, answer one request of `count` policies. */
+export function answerLength(reply: readonly number[], start: number, count: number): number {
+  let at = start;
+  for (let i = 0; i < count; i++) at += (reply[at] as number) < 0 ? 3 : 2;
+  return at - start;
+}
+
+/**
+ * Names the fields of one request's answer, from `start`, for its `count` policies; `at` is the
+ * Unix ms the script decided at.
+ */
+export function decodeReply(
+  reply: readonly number[],
+  count: number,
+  at?: number,
+  start = 0,
+): StoreReply {
   const policies: PolicyOutcome[] = new Array(count);
+  let allowed = true;
+  let field = start;
   for (let i = 0; i < count; i++) {
-    const at = 1 + FIELDS_PER_POLICY * i;
-    policies[i] = {
-      allowed: reply[at] === 1,
-      remaining: reply[at + 1] as number,
-      resetMs: reply[at + 2] as number,
-      retryAfterMs: retryAfterOf(reply[at + 3] as number),
-    };
+    const first = reply[field] as number;
+    if (!Number.isSafeInteger(first)) throw new TypeError(`Unexpected script reply ${reply}`);
+    if (first >= 0) {
+      policies[i] = {
+        allowed: true,
+        remaining: first,
+        resetMs: reply[field + 1] as number,
+        retryAfterMs: 0,
+      };
+      field += 2;
+    } else {
+      allowed = false;
+      policies[i] = {
+        allowed: false,
+        remaining: -1 - first,
+        resetMs: reply[field + 1] as number,
+        retryAfterMs: retryAfterOf(reply[field + 2] as number),
+      };
+      field += 3;
+    }
   }
-  return { allowed: reply[0] === 1, policies, at };
+  return { allowed, policies, at };
 }

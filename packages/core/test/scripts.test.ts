@@ -92,21 +92,32 @@ describe.each(CLIENTS)('replies over %s', (client) => {
       const key = `${uniquePrefix()}:{id}:p`;
       const policy = name === 'mixed' ? 'gcra' : name;
       const before = await redisTimeMs(redis);
-      const reply = (await redis.evalsha(
-        scripts[name].sha1,
-        1,
-        key,
-        ...['', '2', '1', '', policy, '7', '60001', '0'],
-      )) as unknown[];
-      expect(reply).toHaveLength(6);
+      const call = async (cost: string) =>
+        (await redis.evalsha(
+          scripts[name].sha1,
+          1,
+          key,
+          ...['', cost, '1', '', policy, '7', '60001', '0'],
+        )) as unknown[];
+      // Admitted: remaining and reset, then the clock.
+      const reply = await call('2');
+      expect(reply).toHaveLength(3);
       for (const value of reply) expect(Number.isInteger(value)).toBe(true);
-      expect(reply[0]).toBe(1);
-      const clock = reply[5] as number;
+      const clock = reply[2] as number;
       // The codec names the fields: a cost of 2 out of 7 leaves 5.
-      const decoded = decodeReply(reply.slice(0, -1) as number[]);
+      const decoded = decodeReply(reply.slice(0, -1) as number[], 1);
       expect(decoded.allowed).toBe(true);
       expect(decoded.policies).toHaveLength(1);
       expect(decoded.policies[0]).toMatchObject({ allowed: true, remaining: 5, retryAfterMs: 0 });
+      // Refused: -1 - remaining, reset and retry, then the clock.
+      const refused = await call('6');
+      expect(refused).toHaveLength(4);
+      for (const value of refused) expect(Number.isInteger(value)).toBe(true);
+      expect(refused[0]).toBe(-6);
+      const decodedRefusal = decodeReply(refused.slice(0, -1) as number[], 1);
+      expect(decodedRefusal.allowed).toBe(false);
+      expect(decodedRefusal.policies[0]).toMatchObject({ allowed: false, remaining: 5 });
+      expect(decodedRefusal.policies[0]?.retryAfterMs).toBeGreaterThan(0);
       expect(clock).toBeGreaterThanOrEqual(before);
       expect(clock).toBeLessThanOrEqual(await redisTimeMs(redis));
     },
@@ -134,13 +145,16 @@ describe.each(CLIENTS)('replies over %s', (client) => {
         );
       const now = await redisTimeMs(redis);
       const late = (await run(now - 1)) as number[];
-      expect(late).toHaveLength(2);
-      expect(late[0]).toBe(-1);
-      expect(isExpired(late)).toBe(true);
-      expect(late[1]).toBeGreaterThanOrEqual(now);
+      // The clock alone: taken off, nothing is left.
+      expect(late).toHaveLength(1);
+      expect(late[0]).toBeGreaterThanOrEqual(now);
+      expect(isExpired(late.slice(0, -1))).toBe(true);
       expect(await redis.exists(key)).toBe(0);
-      // An expiry still ahead of the clock lets the call run.
-      expect(((await run(now + 60_000)) as number[])[0]).toBe(1);
+      // An expiry still ahead of the clock lets the call run: 6 of 7 left.
+      const ran = (await run(now + 60_000)) as number[];
+      expect(ran).toHaveLength(3);
+      expect(ran[0]).toBe(6);
+      expect(isExpired(ran.slice(0, -1))).toBe(false);
       expect(await redis.exists(key)).toBe(1);
     },
   );
