@@ -216,4 +216,21 @@ describe('ipMatcher', () => {
     expect(allowed(undefined)).toBe(false);
     expect(() => ipMatcher(['nope'], 'allowList')).toThrow(/`allowList`/);
   });
+
+  // Exact entries are compared as ipaddr.js prints addresses: any spelling of one address on
+  // either side matches it, and a client in no listed family never parses as listed.
+  it('matches an exact address however either side spells it', () => {
+    const allowed = ipMatcher(['2001:DB8:0:0::1', '198.51.100.7', '0300.0.2.1'], 'allowList');
+    expect(allowed('2001:db8::1')).toBe(true);
+    expect(allowed('2001:db8::2')).toBe(false);
+    expect(allowed('198.51.100.7')).toBe(true);
+    expect(allowed('::ffff:198.51.100.7')).toBe(true);
+    expect(allowed('0xc6.51.100.7')).toBe(true);
+    expect(allowed('192.0.2.1')).toBe(true);
+    expect(allowed('198.51.100.8')).toBe(false);
+    expect(allowed('not an address')).toBe(false);
+    expect(ipMatcher(['2001:db8::/32'], 'allowList')('10.1.2.3')).toBe(false);
+    expect(ipMatcher(['10.0.0.0/8'], 'allowList')('2001:db8::1')).toBe(false);
+    expect(() => ipMatcher([42 as unknown as string], 'allowList')).toThrow(/`allowList`/);
+  });
 });

@@ -33,7 +33,11 @@ function clientAddress(ip: string | undefined): ipaddr.IPv4 | ipaddr.IPv6 | unde
   return address;
 }
 
-/** A matcher for addresses and CIDR ranges, IPv4 and IPv6, built once. */
+/**
+ * A matcher for addresses and CIDR ranges, IPv4 and IPv6, built once: exact addresses as the
+ * strings ipaddr.js prints them, in a set; ranges by family. A client's address is parsed once,
+ * and a dotted quad without leading zeros, most clients, not at all unless IPv4 ranges are listed.
+ */
 export function ipMatcher(
   entries: readonly string[],
   option: string,
@@ -41,20 +45,36 @@ export function ipMatcher(
   if (!Array.isArray(entries)) {
     fail(option, `must be a list of IP addresses or CIDR ranges, got ${describe(entries)}`);
   }
-  const ranges = entries.map((entry: unknown) => {
+  const exact = new Set<string>();
+  const ranges = { ipv4: [] as [ipaddr.IPv4, number][], ipv6: [] as [ipaddr.IPv6, number][] };
+  for (const entry of entries as unknown[]) {
+    let parsed = false;
     try {
-      if (typeof entry === 'string') {
-        return entry.includes('/') ? ipaddr.parseCIDR(entry) : ([ipaddr.parse(entry), -1] as const);
+      if (typeof entry === 'string' && entry.includes('/')) {
+        const [range, bits] = ipaddr.parseCIDR(entry);
+        if (range.kind() === 'ipv4') ranges.ipv4.push([range as ipaddr.IPv4, bits]);
+        else ranges.ipv6.push([range as ipaddr.IPv6, bits]);
+        parsed = true;
+      } else if (typeof entry === 'string') {
+        exact.add(ipaddr.parse(entry).toString());
+        parsed = true;
       }
     } catch {}
-    return fail(option, `holds ${describe(entry)}, which is not an IP address or CIDR range`);
-  });
+    if (!parsed) fail(option, `holds ${describe(entry)}, which is not an IP address or CIDR range`);
+  }
   return (ip) => {
+    if (ip !== undefined && isIPv4(ip)) {
+      if (exact.has(ip)) return true;
+      if (ranges.ipv4.length === 0) return false;
+      const v4 = ipaddr.IPv4.parse(ip);
+      return ranges.ipv4.some(([range, bits]) => v4.match(range, bits));
+    }
     const address = clientAddress(ip);
     if (address === undefined) return false;
-    return ranges.some(([range, bits]) => {
-      if (range.kind() !== address.kind()) return false;
-      return bits === -1 ? range.toString() === address.toString() : address.match(range, bits);
-    });
+    if (exact.has(address.toString())) return true;
+    if (address.kind() === 'ipv4') {
+      return ranges.ipv4.some(([range, bits]) => (address as ipaddr.IPv4).match(range, bits));
+    }
+    return ranges.ipv6.some(([range, bits]) => (address as ipaddr.IPv6).match(range, bits));
   };
 }
