@@ -74,6 +74,44 @@ describe('batching on Redis', () => {
     // Refused PRO requests took nothing from the hourly policy.
     const hour = (await limiter.peek('tenant', { tier: 'PRO' })).policies[0];
     expect(hour).toMatchObject({ policy: 'pro-hour', remaining: 2 });
+    // Answers of one and two policies, admitted and refused, differ in length within the batch's
+    // reply: each decision still reads its own.
+    const free = decisions.filter((d) => d.tier === 'FREE');
+    expect(free.map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 3],
+      [true, 2],
+      [true, 1],
+      [true, 0],
+      ...Array.from({ length: 6 }, () => [false, 0]),
+    ]);
+    for (const refused of free.slice(4)) {
+      expect(refused.retryAfterMs).toBeGreaterThan(0);
+      expect(refused.policies[0]).toMatchObject({ allowed: false, remaining: 0 });
+    }
+    const pro = decisions.filter((d) => d.tier === 'PRO');
+    expect(pro.map((d) => d.policies.map((p) => [p.allowed, p.remaining]))).toEqual([
+      [
+        [true, 4],
+        [true, 2],
+      ],
+      [
+        [true, 3],
+        [true, 1],
+      ],
+      [
+        [true, 2],
+        [true, 0],
+      ],
+      // The hourly policy would admit and shows what a look finds; the burst refuses.
+      ...Array.from({ length: 7 }, () => [
+        [true, 2],
+        [false, 0],
+      ]),
+    ]);
+    for (const refused of pro.slice(3)) {
+      expect(refused.retryAfterMs).toBeGreaterThan(0);
+      expect(refused.policies[0]?.retryAfterMs).toBe(0);
+    }
   });
 
   it('reads a key once in a batch that decides its identity several times', async () => {
