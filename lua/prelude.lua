@@ -119,9 +119,10 @@ end
 -- Decides one request against its `count` policies, whose keys start at KEYS[key] and whose
 -- algorithm, limit, window and box quadruples start at ARGV[arg]; a policy with a box (a
 -- penalty box of that many ms, else 0) has a second key, after all the policies' keys. Writes
--- OUTCOMES[0], 1 or 0 for the request, then allowed, remaining, reset_ms and retry_ms per policy
--- from OUTCOMES[1] (see `answer`), and returns how many keys it used. `mode` is '1' to consume, '0' to look (a peek),
--- 'p' to take `cost` as a penalty, or 'r<at>' to give back `cost` charged at script time `at`.
+-- OUTCOMES[0], 1 or 0 for the request, then allowed, remaining, reset_ms and retry_ms per
+-- policy from OUTCOMES[1] (see `answer`), and returns how many keys it used. `mode` is '1' to
+-- consume, '0' to look (a peek), 'p' to take `cost` as a penalty, or 'r<at>' to give back
+-- `cost` charged at script time `at`.
 -- Several policies consume all-or-nothing, so a rejection anywhere consumes nothing anywhere:
 -- each policy decides as if it consumed, its write held back (HELD), and the writes are made
 -- only once every policy has admitted; on a rejection the policies that admitted are looked at
