@@ -218,7 +218,7 @@ describe('ipMatcher', () => {
   });
 
   // Exact entries are compared as ipaddr.js prints addresses: any spelling of one address on
-  // either side matches it, and a client in no listed family never parses as listed.
+  // either side matches it. A range matches clients of its own family only.
   it('matches an exact address however either side spells it', () => {
     const allowed = ipMatcher(['2001:DB8:0:0::1', '198.51.100.7', '0300.0.2.1'], 'allowList');
     expect(allowed('2001:db8::1')).toBe(true);
