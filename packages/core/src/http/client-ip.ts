@@ -62,19 +62,17 @@ export function ipMatcher(
     } catch {}
     if (!parsed) fail(option, `holds ${describe(entry)}, which is not an IP address or CIDR range`);
   }
+  const inIPv4Range = (v4: ipaddr.IPv4) =>
+    ranges.ipv4.some(([range, bits]) => v4.match(range, bits));
   return (ip) => {
     if (ip !== undefined && isIPv4(ip)) {
       if (exact.has(ip)) return true;
-      if (ranges.ipv4.length === 0) return false;
-      const v4 = ipaddr.IPv4.parse(ip);
-      return ranges.ipv4.some(([range, bits]) => v4.match(range, bits));
+      return ranges.ipv4.length > 0 && inIPv4Range(ipaddr.IPv4.parse(ip));
     }
     const address = clientAddress(ip);
     if (address === undefined) return false;
     if (exact.has(address.toString())) return true;
-    if (address.kind() === 'ipv4') {
-      return ranges.ipv4.some(([range, bits]) => (address as ipaddr.IPv4).match(range, bits));
-    }
+    if (address.kind() === 'ipv4') return inIPv4Range(address as ipaddr.IPv4);
     return ranges.ipv6.some(([range, bits]) => (address as ipaddr.IPv6).match(range, bits));
   };
 }
