@@ -200,6 +200,26 @@ describe('the deadline timer', () => {
     // Planned 2 ms before the timeout, so that a timer waking late still answers within it.
     expect(errors[0]?.message).toContain(`sent nothing for ${timeout - 2} ms`);
   });
+
+  it('gives up on the calls sent together in one check, with one error for them all', async () => {
+    const server = await ownServer();
+    const client = await readyClient(server, RECOMMENDED);
+    const { warmUp, limiter, errors } = limiterOn(client);
+    await warmUp();
+
+    server.pause();
+    // Made in one turn of the event loop, so sent as one batch under one deadline. An error
+    // apiece would capture a stack trace apiece: with thousands in flight, a stall of
+    // milliseconds on the loop that is about to answer them.
+    const decisions = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => limiter.consume(`user-${i}`)),
+    );
+    expect(decisions.map((decision) => decision.degraded)).toEqual(Array(50).fill('allow'));
+    expect(errors).toHaveLength(50);
+    expect(new Set(errors).size).toBe(1);
+    expect(errors[0]?.code).toBe('STORE_TIMEOUT');
+    expect(decisions[49]?.error).toBe(errors[0]);
+  });
 });
 
 describe('a silence shorter than the timeout', () => {
