@@ -47,7 +47,7 @@ await new Promise<void>((resolve, reject) => {
 });
 
 /** Options every limited route shares: Sentinel's defaults, as a user would deploy them. */
-const base = { redis, prefix, identify: core.byHeader('x-tenant-id') };
+const base = { redis, prefix, identify: core.byHeader('x-tenant-id', { trusted: true }) };
 type RouteOptions = Pick<
   LimiterOptions,
   'algorithm' | 'limit' | 'window' | 'policies' | 'clock'

@@ -152,7 +152,7 @@ async function startApp(redis: Cluster, options: Partial<HttpLimiterOptions> = {
       prefix,
       limit: LIMIT,
       window: '1h',
-      identify: byHeader('x-tenant'),
+      identify: byHeader('x-tenant', { trusted: true }),
       onError: (error, req) => {
         const code = (error as SentinelError).code;
         failures.push({ identity: String(req.headers['x-tenant']), code });

@@ -102,7 +102,11 @@ async function hostileApp(driver: AdapterDriver, store: StoreSetup, errors: Erro
       ...store.options,
       limit: 1000,
       window: '1m',
-      identify: chain(byApiKey(), byHeader('x-tenant-id'), byIp()),
+      identify: chain(
+        byApiKey({ unknownKey: 'count-unverified' }),
+        byHeader('x-tenant-id', { unknownValue: 'count-unverified' }),
+        byIp(),
+      ),
       onStoreError: 'deny',
       onError: (error) => errors.push(error),
     },
@@ -164,7 +168,14 @@ conformance(
       const lookup = async (key: string) =>
         key === 'sk_live_SECRET123_pro' ? { tenant: 'globex', tier: 'PRO' } : null;
       const apps = [
-        await startApp(driver, { options: { ...store.options, ...tiered } }),
+        // Each unverified key counted by itself (within its IP), so each reaches a store key.
+        await startApp(driver, {
+          options: {
+            ...store.options,
+            ...tiered,
+            identify: chain(byApiKey({ unknownKey: 'count-unverified' }), byIp()),
+          },
+        }),
         await startApp(driver, {
           options: {
             ...store.options,

@@ -49,7 +49,7 @@ export interface FaultApp {
   close(): Promise<void>;
 }
 
-const byUser = byHeader('x-user');
+const byUser = byHeader('x-user', { trusted: true });
 const DEFAULT_POLICY = { limit: 5, window: '1h' } as const;
 
 /**

@@ -139,7 +139,7 @@ export async function expressAnswers(
       prefix,
       limit: 3,
       window: '1d',
-      identify: byHeader('x-tenant-id'),
+      identify: byHeader('x-tenant-id', { trusted: true }),
     },
   });
   try {

@@ -2,6 +2,7 @@
 export {
   ALGORITHMS,
   type Algorithm,
+  type ApiKeyIdentifier,
   type ApiKeyOptions,
   type ApiKeyTenant,
   BANNED,
@@ -16,6 +17,7 @@ export {
   type Decision,
   type DecisionEvent,
   type HeaderFormat,
+  type HeaderOptions,
   type HttpLimiterOptions,
   type Identifier,
   type IdentifyResult,
@@ -40,5 +42,6 @@ export {
   type StoreErrorMode,
   type StoreStateEvent,
   type TierOptions,
+  type UnverifiedCredential,
   type Window,
 } from './index.ts';

@@ -23,17 +23,20 @@ export {
   type Verdict,
 } from './http/http-limiter.ts';
 export {
+  type ApiKeyIdentifier,
   type ApiKeyOptions,
   type ApiKeyTenant,
   byApiKey,
   byHeader,
   byIp,
   chain,
+  type HeaderOptions,
   type Identifier,
   type IdentifyResult,
   type Identity,
   type IpOptions,
   type RequestLike,
+  type UnverifiedCredential,
 } from './http/identity.ts';
 export {
   BANNED,

@@ -16,16 +16,53 @@ const request = (headers: Record<string, string | string[]>, ip?: string) => ({ 
 
 describe('byApiKey', () => {
   it('reads x-api-key and Authorization: Bearer, and keeps only a hash of the key', async () => {
-    const identify = byApiKey();
-    const fromHeader = await identify(request({ 'x-api-key': 'sk_live_SECRET' }));
-    const fromBearer = await identify(request({ authorization: 'Bearer sk_live_SECRET' }));
-    expect(fromHeader).toEqual({ key: `key:${fingerprint('sk_live_SECRET')}` });
+    const identify = byApiKey({ unknownKey: 'count-unverified' });
+    const fromHeader = await identify(request({ 'x-api-key': 'sk_live_SECRET' }, '203.0.113.9'));
+    const fromBearer = await identify(
+      request({ authorization: 'Bearer sk_live_SECRET' }, '203.0.113.9'),
+    );
+    expect(fromHeader).toEqual({
+      key: `key:${fingerprint('sk_live_SECRET')}`,
+      within: 'ip:203.0.113.9',
+    });
     expect(fromBearer).toEqual(fromHeader);
     expect(JSON.stringify(fromHeader)).not.toContain('SECRET');
   });
 
+  it("counts an unverified key within its client IP's identity, or within anonymous without one", async () => {
+    const identify = byApiKey({ unknownKey: 'count-unverified', lookup: () => null });
+    expect(await identify(request({ 'x-api-key': 'k' }, '2001:db8:aa:bbcc::1'))).toEqual({
+      key: `key:${fingerprint('k')}`,
+      within: 'ip:2001:db8:aa:bb00::/56',
+    });
+    expect(await identify(request({ 'x-api-key': 'k' }))).toEqual({
+      key: `key:${fingerprint('k')}`,
+      within: 'anonymous',
+    });
+    // Every key too long to have been issued shares one budget, within its IP.
+    expect(await identify(request({ 'x-api-key': 'k'.repeat(5000) }, '203.0.113.9'))).toEqual({
+      key: 'key:too-long',
+      within: 'ip:203.0.113.9',
+    });
+  });
+
+  it('tells the identity of a key outside any request with identityOf', async () => {
+    const identify = byApiKey({
+      lookup: (key) => (key === 'sk-pro' ? { tenant: 'acme', tier: 'PRO' } : null),
+    });
+    expect(await identify.identityOf('sk-pro')).toEqual({ key: 'tenant:acme', tier: 'PRO' });
+    expect(await identify.identityOf(' sk-pro ')).toEqual({ key: 'tenant:acme', tier: 'PRO' });
+    expect(await identify.identityOf('sk-nobody')).toBeNull();
+    expect(await identify.identityOf('')).toBeNull();
+    const rejecting = byApiKey({ lookup: () => null, unknownKey: 'reject' });
+    expect(await rejecting.identityOf('sk-nobody')).toBe('unauthorized');
+    // An unverified key's budget depends on the IP a request comes from: none outside one.
+    expect(await byApiKey({ unknownKey: 'count-unverified' }).identityOf('k')).toBeNull();
+    expect(() => identify.identityOf(42 as never)).toThrow(TypeError);
+  });
+
   it('yields nothing without a key, for an empty one, or for one longer than any credential', async () => {
-    const identify = byApiKey();
+    const identify = byApiKey({ lookup: () => ({ tenant: 't' }) });
     expect(await identify(request({}))).toBeNull();
     expect(await identify(request({ 'x-api-key': '  ' }))).toBeNull();
     expect(await identify(request({ authorization: 'Basic abc' }))).toBeNull();
@@ -89,9 +126,12 @@ describe('byApiKey', () => {
   it.each([
     [{ header: 'bad header' }, '`byApiKey.header`'],
     [{ unknownKey: 'ignore' }, '`byApiKey.unknownKey`'],
-    [{ cacheSize: 0 }, '`byApiKey.cacheSize`'],
     [{ lookup: 'db' }, '`byApiKey.lookup`'],
+    [{ cacheSize: 0, lookup: () => null }, '`byApiKey.cacheSize`'],
     [{ unknownKey: 'reject' }, /`byApiKey.unknownKey` 'reject' needs a `lookup`/],
+    // Without a lookup nothing confirms a key, so a client could invent one per request.
+    [{}, /`byApiKey.lookup` is needed: .* `unknownKey: 'count-unverified'`/],
+    [{ unknownKey: 'anonymous' }, '`byApiKey.lookup` is needed'],
   ])('rejects %j at construction', (options, option) => {
     expect(() => byApiKey(options as never)).toThrow(TypeError);
     expect(() => byApiKey(options as never)).toThrow(option);
@@ -99,17 +139,54 @@ describe('byApiKey', () => {
 });
 
 describe('byHeader', () => {
-  it('identifies by the header, with an optional tier, reading the first of repeated values', async () => {
-    expect(await byHeader('X-Tenant-Id')(request({ 'x-tenant-id': 'acme' }))).toEqual({
+  it('identifies by a trusted header, with an optional tier, reading the first of repeated values', async () => {
+    const trusted = { trusted: true };
+    expect(await byHeader('X-Tenant-Id', trusted)(request({ 'x-tenant-id': 'acme' }))).toEqual({
       key: 'x-tenant-id:acme',
     });
     expect(
-      await byHeader('x-tenant-id', { tier: 'PRO' })(request({ 'x-tenant-id': ['a', 'b'] })),
-    ).toEqual({
-      key: 'x-tenant-id:a',
-      tier: 'PRO',
+      await byHeader('x-tenant-id', { ...trusted, tier: 'PRO' })(
+        request({ 'x-tenant-id': ['a', 'b'] }),
+      ),
+    ).toEqual({ key: 'x-tenant-id:a', tier: 'PRO' });
+    expect(await byHeader('x-tenant-id', trusted)(request({}))).toBeNull();
+  });
+
+  it('confirms a tenant through a lookup, asked once per value, and counts the rest as told', async () => {
+    const asked: string[] = [];
+    const lookup = (id: string) => {
+      asked.push(id);
+      return id === 'acme' ? { tenant: 'acme-corp' } : null;
+    };
+    const identify = byHeader('x-tenant-id', { lookup, tier: 'PRO' });
+    const acme = request({ 'x-tenant-id': 'acme' }, '203.0.113.9');
+    expect(await identify(acme)).toEqual({ key: 'tenant:acme-corp', tier: 'PRO' });
+    expect(await identify(acme)).toEqual({ key: 'tenant:acme-corp', tier: 'PRO' });
+    const other = request({ 'x-tenant-id': 'made-up' }, '203.0.113.9');
+    expect(await identify(other)).toBeNull();
+    expect(asked).toEqual(['acme', 'made-up']);
+    expect(await byHeader('x-tenant-id', { lookup, unknownValue: 'reject' })(other)).toBe(
+      'unauthorized',
+    );
+    expect(
+      await byHeader('x-tenant-id', { lookup, unknownValue: 'count-unverified' })(other),
+    ).toEqual({ key: 'x-tenant-id:made-up', within: 'ip:203.0.113.9' });
+    expect(await byHeader('x-tenant-id', { unknownValue: 'count-unverified' })(acme)).toEqual({
+      key: 'x-tenant-id:acme',
+      within: 'ip:203.0.113.9',
     });
-    expect(await byHeader('x-tenant-id')(request({}))).toBeNull();
+  });
+
+  it.each([
+    [{}, /`byHeader.lookup` is needed: .*`trusted: true`/],
+    [{ unknownValue: 'reject' }, /`byHeader.unknownValue` 'reject' needs a `lookup`/],
+    [{ trusted: true, lookup: () => null }, '`byHeader.trusted`'],
+    [{ trusted: 'yes' }, '`byHeader.trusted`'],
+    [{ trusted: true, tier: 5 }, '`byHeader.tier`'],
+    [{ unknownValue: 'ignore' }, '`byHeader.unknownValue`'],
+  ])('rejects %j at construction', (options, message) => {
+    expect(() => byHeader('x-tenant-id', options as never)).toThrow(TypeError);
+    expect(() => byHeader('x-tenant-id', options as never)).toThrow(message);
   });
 });
 
@@ -139,7 +216,11 @@ describe('byIp', () => {
 
 describe('chain', () => {
   it('takes the first identifier that yields', async () => {
-    const identify = chain(byApiKey(), byHeader('x-tenant-id'), byIp());
+    const identify = chain(
+      byApiKey({ lookup: () => null }),
+      byHeader('x-tenant-id', { trusted: true }),
+      byIp(),
+    );
     expect(await identify(request({ 'x-tenant-id': 't' }, '198.51.100.1'))).toEqual({
       key: 'x-tenant-id:t',
     });
@@ -150,8 +231,11 @@ describe('chain', () => {
   it('answers synchronously while its identifiers do, and waits for one that returns a promise', async () => {
     const later = async (req: { headers: Record<string, unknown> }) =>
       req.headers['x-late'] === undefined ? null : { key: 'late' };
-    const identify = chain(byApiKey(), later, byIp());
-    expect(identify(request({ 'x-api-key': 'k' }))).toEqual({ key: `key:${fingerprint('k')}` });
+    const identify = chain(byApiKey({ unknownKey: 'count-unverified' }), later, byIp());
+    expect(identify(request({ 'x-api-key': 'k' }))).toEqual({
+      key: `key:${fingerprint('k')}`,
+      within: 'anonymous',
+    });
     const waited = identify(request({}, '198.51.100.1'));
     expect(waited).toBeInstanceOf(Promise);
     expect(await waited).toEqual({ key: 'ip:198.51.100.1' });

@@ -1,7 +1,7 @@
 // The framework-free heart of every adapter: identify, limit, and say what to answer.
 import { createLimiter, type Limiter } from '../limiter.ts';
 import { createReporter } from '../reporter.ts';
-import type { Decision } from '../types.ts';
+import type { ConsumeOptions, Decision } from '../types.ts';
 import { describe } from '../validation.ts';
 import { BanCounter, closeShared, sharedConnection } from './ban.ts';
 import { knowsState } from './headers.ts';
@@ -13,7 +13,7 @@ import {
   isThenable,
   type RequestLike,
 } from './identity.ts';
-import { type NodeResponse, RefundByOutcome } from './refund-by-outcome.ts';
+import { type Charged, type NodeResponse, RefundByOutcome } from './refund-by-outcome.ts';
 import { failedClosed, LEFT_ALONE, rejectedKey, type Verdict, verdictOn } from './verdict.ts';
 
 export type { HttpLimiterOptions } from './http-options.ts';
@@ -89,6 +89,11 @@ function checkIdentity(found: IdentifyResult): Identity | 'unauthorized' | null 
   if (found.tier !== undefined && typeof found.tier !== 'string') {
     throw new TypeError(
       `\`identify\` returned a tier that is ${describe(found.tier)}, not a string`,
+    );
+  }
+  if (found.within !== undefined && (typeof found.within !== 'string' || found.within === '')) {
+    throw new TypeError(
+      `\`identify\` returned a within that is ${describe(found.within)}, not a non-empty string`,
     );
   }
   // The limiter checks the policies themselves, once per distinct set.
@@ -218,13 +223,47 @@ export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
       identity = identifyByIp(req);
     }
     const key = identity?.key ?? 'anonymous';
-    return limiter
-      .consume(key, { cost: charge.cost, tier: identity?.tier, policies: identity?.policies })
-      .then(
-        (decision) => verdictFor(req, charge.cost, key, decision),
-        // The limiter answers store failures with a decision: only a cost it refuses lands here.
-        (error: unknown) => failed(error, req),
-      );
+    const options = { cost: charge.cost, tier: identity?.tier, policies: identity?.policies };
+    const within = identity?.within;
+    if (within !== undefined) return decideWithin(req, charge.cost, key, options, within);
+    return limiter.consume(key, options).then(
+      (decision) => verdictFor(req, charge.cost, key, decision),
+      // The limiter answers store failures with a decision: only a cost it refuses lands here.
+      (error: unknown) => failed(error, req),
+    );
+  }
+
+  /**
+   * An identity counted within another, such as an unverified key within its client IP: the
+   * outer budget first, so that a client inventing keys stops at its IP's limit without touching
+   * their budgets, then the identity's own. What the outer one took is given back when the own
+   * one refuses. Answered with the decision that refused, or else the one with less left.
+   */
+  function decideWithin(
+    req: Req,
+    cost: number,
+    key: string,
+    options: ConsumeOptions,
+    within: string,
+  ): Promise<Verdict> {
+    return limiter.consume(within, { cost }).then(
+      (outer) => {
+        if (!outer.allowed) return verdictFor(req, cost, within, outer);
+        return limiter.consume(key, options).then((own) => {
+          if (!own.allowed) {
+            limiter
+              .refund(within, { decision: outer })
+              .catch((error: unknown) => report(error, req));
+            return verdictFor(req, cost, key, own);
+          }
+          if (outer.remaining < own.remaining) {
+            return verdictFor(req, cost, within, outer, { key, decision: own });
+          }
+          return verdictFor(req, cost, key, own, { key: within, decision: outer });
+        });
+      },
+      (error: unknown) => failed(error, req),
+    );
   }
 
   function verdictFor(
@@ -232,9 +271,10 @@ export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
     cost: number,
     key: string,
     decision: Decision,
+    also?: Charged,
   ): Verdict | Promise<Verdict> {
     if (decision.error) report(decision.error, req);
-    refunds.charged(key, decision);
+    refunds.charged(key, decision, also);
     if (!decision.allowed && decision.degraded !== 'deny' && onLimited) {
       try {
         onLimited(req, decision);

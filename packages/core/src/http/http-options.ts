@@ -12,7 +12,7 @@ import {
 } from '../validation.ts';
 import { ipMatcher } from './client-ip.ts';
 import { type HeaderFormat, resolveHeaderFormats } from './headers.ts';
-import { byApiKey, byIp, chain, type Identifier, type RequestLike } from './identity.ts';
+import { byIp, type Identifier, type RequestLike } from './identity.ts';
 
 /**
  * The options of an HTTP limiter. `Res` is what `requestWasSuccessful` gets beside the request:
@@ -21,8 +21,9 @@ import { byApiKey, byIp, chain, type Identifier, type RequestLike } from './iden
 export interface HttpLimiterOptions<Req = RequestLike, Res = unknown>
   extends Omit<LimiterOptions, 'onError'> {
   /**
-   * Who the request is. Identities without a tier get `defaultTier`.
-   * @default chain(byApiKey(), byIp())
+   * Who the request is. Identities without a tier get `defaultTier`. The default counts by
+   * client IP: a request's own headers name whomever the client likes.
+   * @default byIp()
    */
   identify?: Identifier<Req>;
   /**
@@ -153,7 +154,7 @@ export function resolveHttpOptions<Req extends RequestLike, Res>(
   checkObject(options, 'options');
   rejectUnknownOptions(options, KNOWN, '@sentinel/core');
   const {
-    identify = chain<Req>(byApiKey(), byIp()),
+    identify = byIp() as Identifier<Req>,
     headers = 'draft-11',
     cost = 1,
     group,

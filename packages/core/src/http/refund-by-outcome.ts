@@ -11,6 +11,12 @@ export interface NodeResponse {
   once(event: 'finish' | 'close', listener: () => void): unknown;
 }
 
+/** A decision that took from the store, and the key it took for. */
+export interface Charged {
+  key: string;
+  decision: Decision;
+}
+
 /**
  * Calls `ended` once: with true when the response was handed to the OS in full, with false when
  * the connection closed before that, a client that left.
@@ -37,8 +43,11 @@ export class RefundByOutcome<Req, Res> {
   readonly #limiter: Limiter;
   readonly #settings: OutcomeSettings<Req, Res>;
   readonly #report: (error: unknown, req: Req) => void;
-  /** The key each decision whose outcome decides was consumed for; nothing else is kept. */
-  readonly #keys = new WeakMap<Decision, string>();
+  /**
+   * What each decision whose outcome decides took: its key, and the charge of an identity it
+   * counted within, if any. Nothing else is kept.
+   */
+  readonly #charges = new WeakMap<Decision, readonly Charged[]>();
 
   constructor(
     limiter: Limiter,
@@ -58,29 +67,33 @@ export class RefundByOutcome<Req, Res> {
   /**
    * Remembers the key of a decision `check` made, if its outcome may give it back: admitted, and
    * by the store (a degraded decision consumed nothing there). Shadow mode's admissions count.
+   * `also` is what the request took besides, for an identity counted within another.
    */
-  charged(key: string, decision: Decision): void {
+  charged(key: string, decision: Decision, also?: Charged): void {
     if (this.active && decision.allowed && decision.degraded === undefined) {
-      this.#keys.set(decision, key);
+      const own = { key, decision };
+      this.#charges.set(
+        decision,
+        also?.decision.degraded === undefined && also ? [own, also] : [own],
+      );
     }
   }
 
   /** Watches the response of a request passed with `decision`; anything else costs nothing. */
   watch(decision: Decision | undefined, req: Req, res: Res, raw: NodeResponse): void {
     if (decision === undefined) return;
-    const key = this.#keys.get(decision);
-    if (key === undefined) return;
+    const charges = this.#charges.get(decision);
+    if (charges === undefined) return;
     // Once: a request a second middleware of this limiter sees is watched by the first alone.
-    this.#keys.delete(decision);
+    this.#charges.delete(decision);
     whenEnded(raw, (finished) => {
-      void this.#settle(key, decision, req, res, finished ? raw.statusCode : undefined);
+      void this.#settle(charges, req, res, finished ? raw.statusCode : undefined);
     });
   }
 
   /** `status` is undefined for a client that left, which counts as a failure. */
   async #settle(
-    key: string,
-    decision: Decision,
+    charges: readonly Charged[],
     req: Req,
     res: Res,
     status: number | undefined,
@@ -104,10 +117,10 @@ export class RefundByOutcome<Req, Res> {
       }
     }
     if (!(succeeded ? skipSuccessfulRequests : skipFailedRequests)) return;
-    try {
-      await this.#limiter.refund(key, { decision });
-    } catch (error) {
-      this.#report(error, req);
-    }
+    await Promise.all(
+      charges.map(({ key, decision }) =>
+        this.#limiter.refund(key, { decision }).catch((error: unknown) => this.#report(error, req)),
+      ),
+    );
   }
 }
