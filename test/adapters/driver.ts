@@ -17,8 +17,12 @@ export interface AppSpec {
   options: HttpLimiterOptions;
   /** Routes besides GET '/', which every app has. */
   routes?: RouteSpec[];
-  /** Trust X-Forwarded-For for the client IP, in the framework's own way. @default true */
-  trustProxy?: boolean;
+  /**
+   * Trust X-Forwarded-For for the client IP, in the framework's own way: every hop, none, or
+   * `'loopback'`, one proxy at the test's own address, so that the client IP is the last entry
+   * (Express and Fastify trust that address; Koa counts one hop, `maxIpsCount`). @default true
+   */
+  trustProxy?: boolean | 'loopback';
   /**
    * Installs the adapter's `handler` option, in the framework's idiom, answering every refusal
    * with status 418 and the body `{ custom: true, policy: decision.policy }`.

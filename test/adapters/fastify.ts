@@ -11,7 +11,8 @@ async function answer(request: FastifyRequest): Promise<RouteBody> {
 export const driver: AdapterDriver = {
   name: 'fastify',
   async start(spec) {
-    const app = Fastify({ trustProxy: spec.trustProxy ?? true });
+    // All, none, or the addresses of trusted proxies: its typings pick one kind per call.
+    const app = Fastify({ trustProxy: (spec.trustProxy ?? true) as boolean });
     await app.register(sentinel, {
       ...spec.options,
       ...(spec.customHandler && {

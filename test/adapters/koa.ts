@@ -36,7 +36,9 @@ export const driver: AdapterDriver = {
     }
 
     const app = new Koa();
-    app.proxy = trustProxy;
+    app.proxy = trustProxy !== false;
+    // Koa trusts every hop unless told how many proxies there are.
+    if (trustProxy === 'loopback') app.maxIpsCount = 1;
     app.use(async function route(ctx, next) {
       const limiter = byPath.get(ctx.path);
       if (ctx.method !== 'GET' || limiter === undefined) return next();

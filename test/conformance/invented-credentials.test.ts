@@ -1,4 +1,4 @@
-// A client that invents credentials stays inside its IP's limit: API keys, Bearer, tenant headers.
+// A client that invents who it is stays inside its limit: API keys, Bearer, tenant headers, addresses.
 import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
 import {
@@ -21,6 +21,7 @@ async function appWith(
   driver: AdapterDriver,
   storeName: StoreName,
   identify?: HttpLimiterOptions['identify'],
+  trustProxy?: boolean | 'loopback',
 ): Promise<App> {
   const options: HttpLimiterOptions = {
     ...useStore(storeName).options,
@@ -29,7 +30,7 @@ async function appWith(
     clock: manualClock().now,
   };
   if (identify !== undefined) options.identify = identify;
-  return startApp(driver, { options });
+  return startApp(driver, trustProxy === undefined ? { options } : { options, trustProxy });
 }
 
 const from = (ip: string, headers: Record<string, string> = {}) => ({
@@ -137,5 +138,44 @@ conformance((driver, storeName) => {
       }));
       expect(admitted).toBe(10);
     }
+  });
+
+  it('admits at most the limit to 60 addresses rotated inside one IPv6 /56', async () => {
+    const app = await appWith(driver, storeName);
+    const hex = () => Math.floor(Math.random() * 0x10000).toString(16);
+    const replies = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        // 2001:db8:77:4400::/56: the fourth group's low byte and the last four groups rotate.
+        app.get(
+          '/',
+          from(
+            `2001:db8:77:44${(i % 256).toString(16).padStart(2, '0')}:${hex()}:${hex()}:${hex()}:${hex()}`,
+          ),
+        ),
+      ),
+    );
+    expect(replies.filter((reply) => reply.status === 200)).toHaveLength(10);
+    expect((await app.get('/', from('2001:db8:77:4500::1'))).status).toBe(200);
+  });
+
+  it('admits at most the limit to spoofed X-Forwarded-For entries behind one trusted proxy', async () => {
+    // The client writes the first entries; the one proxy the app trusts appends the address it
+    // saw, which is all the framework believes.
+    const app = await appWith(driver, storeName, undefined, 'loopback');
+    const replies = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        app.get('/', { 'x-forwarded-for': `10.${i}.0.1, 192.0.2.${i}, 198.51.100.70` }),
+      ),
+    );
+    expect(replies.filter((reply) => reply.status === 200)).toHaveLength(10);
+    expect(exposed(await app.get('/', { 'x-forwarded-for': '198.51.100.71' }))?.remaining).toBe(9);
+  });
+
+  it('admits at most the limit to spoofed X-Forwarded-For entries when no proxy is trusted', async () => {
+    const app = await appWith(driver, storeName, undefined, false);
+    const replies = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => app.get('/', { 'x-forwarded-for': `192.0.2.${i}` })),
+    );
+    expect(replies.filter((reply) => reply.status === 200)).toHaveLength(10);
   });
 });

@@ -153,7 +153,7 @@ function report(results: Map<Framework, Map<Variant, Figures>>): SuiteReport {
   const findings: Findings = { rows: [], ratios: [], targets: [], notes: [] };
   for (const [framework, figures] of results) judge(framework, figures, findings);
   findings.notes.push(
-    `Identity: every connection sends its own \`x-api-key\` (${CONNECTIONS} keys), which Sentinel's default \`chain(byApiKey(), byIp())\` counts by a SHA-256 fingerprint of the key, computed once per key and kept in a bounded cache; the floor keys its call by the same header; the peers count by client IP, their default, so all their requests share one key.`,
+    `Identity: every connection sends its own \`x-api-key\` (${CONNECTIONS} keys), which the floor keys its call by; Sentinel's default, \`byIp()\`, counts by client IP, since nothing confirms a key, and so do the peers by default: all their requests share one key.`,
     'Sentinel runs with its defaults plus an `onError` that only counts failures, so that a decision taken without Redis cannot pass unseen.',
     "Redis, the server and autocannon share the machine: every Redis call costs the server a socket write (the largest single item in a CPU profile of the floor's server and of Sentinel's) and Redis its CPU, on the cores the framework needs. The floor's share of bare is the most that one call per request can keep here.",
   );
