@@ -10,22 +10,29 @@ import {
   resolveObservers,
   StoreHealth,
 } from './observer.ts';
-import { type Plan, resolvePlan } from './policy.ts';
+import { type Plan, POLICY_FIELDS, resolvePlan } from './policy.ts';
 import { createRedisClient } from './redis-client.ts';
 import { toRedisConnection } from './redis-connection.ts';
 import { type RedisClient, RedisStore } from './redis-store.ts';
 import { createReporter } from './reporter.ts';
-import type { Algorithm, Store, StoreErrorMode, TierOptions, Window } from './types.ts';
+import type { PolicyOptions, Store, StoreErrorMode, TierOptions } from './types.ts';
 import {
   checkFunction,
   checkObject,
   checkOneOf,
   describe,
   fail,
+  listNames,
   rejectUnknownOptions,
 } from './validation.ts';
 
-export interface LimiterOptions {
+/**
+ * The limiter's options. The fields of one policy (`name`, `limit`, `window`, `algorithm`,
+ * `blockFor`: see PolicyOptions) may be written at the top level, as shorthand for
+ * `policies: { … }`; that shorthand cannot be combined with `policies` or `tiers`.
+ * @example { limit: 5, window: '1m', blockFor: '10m', redisUrl: 'redis://10.0.0.5:6379' }
+ */
+export interface LimiterOptions extends Partial<PolicyOptions> {
   /**
    * Where state lives. Without `store` or `redis`, limiters share one MemoryStore per process.
    * @default the process's shared MemoryStore
@@ -47,10 +54,6 @@ export interface LimiterOptions {
    * @example [{ limit: 20, window: '1s' }, { limit: 1000, window: '1h' }]
    */
   policies?: TierOptions;
-  /** Shorthand for one policy: `policies: { limit, window, algorithm }`. */
-  limit?: number;
-  window?: Window;
-  algorithm?: Algorithm;
   /**
    * Named sets of policies; `consume(key, { tier })` picks one.
    * @example { FREE: { limit: 10, window: '1m' }, PRO: [{ limit: 100, window: '1m' }, { limit: 20, window: '1s' }] }
@@ -111,15 +114,15 @@ export interface LimiterOptions {
   clock?: () => number;
 }
 
-/** Every key of LimiterOptions, checked against the interface so that the two cannot drift. */
+/**
+ * Every key of LimiterOptions but the policy fields, which POLICY_FIELDS lists: checked against
+ * the interface so that the two cannot drift.
+ */
 const LIMITER_OPTIONS = {
   store: true,
   redis: true,
   redisUrl: true,
   policies: true,
-  limit: true,
-  window: true,
-  algorithm: true,
   tiers: true,
   defaultTier: true,
   prefix: true,
@@ -132,10 +135,13 @@ const LIMITER_OPTIONS = {
   observe: true,
   logger: true,
   clock: true,
-} as const satisfies Record<keyof LimiterOptions, true>;
+} as const satisfies Record<Exclude<keyof LimiterOptions, keyof PolicyOptions>, true>;
 
-/** The options createLimiter takes; any other name is refused at construction. */
-export const LIMITER_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(LIMITER_OPTIONS));
+/** The options createLimiter takes, the shorthand's policy fields included; any other is refused. */
+export const LIMITER_OPTION_NAMES: readonly string[] = Object.freeze([
+  ...Object.keys(LIMITER_OPTIONS),
+  ...POLICY_FIELDS,
+]);
 
 const MODES = ['allow', 'deny', 'local'] as const satisfies readonly StoreErrorMode[];
 
@@ -202,21 +208,36 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
   };
 }
 
+/** The policy fields written at the top level, or undefined when there are none. */
+function shorthandOf(options: LimiterOptions): Partial<PolicyOptions> | undefined {
+  const given = POLICY_FIELDS.filter((field) => options[field] !== undefined);
+  if (given.length === 0) return undefined;
+  return Object.fromEntries(given.map((field) => [field, options[field]]));
+}
+
 function resolvePlans(options: LimiterOptions): { plans: Map<string, Plan>; fallback: Plan } {
-  const { policies, limit, window, algorithm, tiers, defaultTier } = options;
-  const shorthand = limit !== undefined || window !== undefined || algorithm !== undefined;
-  const given = [policies !== undefined && 'policies', shorthand && 'limit', tiers && 'tiers'];
-  const chosen = given.filter(Boolean);
+  const { policies, tiers, defaultTier } = options;
+  const shorthand = shorthandOf(options);
+  const given = [
+    policies !== undefined && 'policies',
+    shorthand && Object.keys(shorthand)[0],
+    tiers && 'tiers',
+  ];
+  const chosen = given.filter((name): name is string => typeof name === 'string');
   if (chosen.length === 0)
     fail('policies', 'is required: pass `policies`, `limit` and `window`, or `tiers`');
-  if (chosen.length > 1) fail(String(chosen[1]), `cannot be combined with \`${chosen[0]}\``);
+  if (chosen.length > 1) {
+    const why = shorthand
+      ? `: a policy's fields at the top level (${listNames(POLICY_FIELDS)}) are shorthand for \`policies\``
+      : '';
+    fail(String(chosen[1]), `cannot be combined with \`${chosen[0]}\`${why}`);
+  }
   const plans = new Map<string, Plan>();
   if (!tiers) {
     if (defaultTier !== undefined) fail('defaultTier', 'needs `tiers`');
     if (policies !== undefined) return { plans, fallback: resolvePlan(policies, 'policies') };
     // The shorthand's fields are top-level options: errors name them bare, as `window`.
-    const single = { limit: limit as number, window: window as Window, algorithm };
-    return { plans, fallback: resolvePlan(single, '') };
+    return { plans, fallback: resolvePlan(shorthand as PolicyOptions, '') };
   }
   if (typeof tiers !== 'object') fail('tiers', 'must be an object of tier name to policies');
   for (const [tier, tierPolicies] of Object.entries(tiers)) {

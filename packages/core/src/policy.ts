@@ -1,6 +1,12 @@
 // Validates policies and tiers once, at construction, into the plans the hot path runs.
 import { MUL_DIV_BOUND, scale } from './algorithms/fixed-point.ts';
-import { ALGORITHMS, type Algorithm, type ResolvedPolicy, type TierOptions } from './types.ts';
+import {
+  ALGORITHMS,
+  type Algorithm,
+  type PolicyOptions,
+  type ResolvedPolicy,
+  type TierOptions,
+} from './types.ts';
 import {
   checkObject,
   checkOneOf,
@@ -36,12 +42,26 @@ export const MAX_LOG_LIMIT = 10_000;
 /** A field of a policy in errors: bare for the top-level shorthand (`option` ''), else dotted. */
 const field = (option: string, name: string) => (option === '' ? name : `${option}.${name}`);
 
-/** What a policy object may hold: `{ max, windowMs }` gets the peer-name advice. */
-const POLICY_FIELDS = ['name', 'limit', 'window', 'algorithm', 'blockFor'];
+/** Every field of PolicyOptions, checked against the interface so that the two cannot drift. */
+const FIELDS = {
+  name: true,
+  limit: true,
+  window: true,
+  algorithm: true,
+  blockFor: true,
+} as const satisfies Record<keyof PolicyOptions, true>;
+
+/**
+ * What a policy object may hold, and so what the top-level shorthand may: a field added to
+ * PolicyOptions is accepted in both. `{ max, windowMs }` gets the peer-name advice.
+ */
+export const POLICY_FIELDS: readonly (keyof PolicyOptions)[] = Object.freeze(
+  Object.keys(FIELDS) as (keyof PolicyOptions)[],
+);
 
 function resolvePolicy(input: unknown, option: string, tier: string | undefined): ResolvedPolicy {
   checkObject(input, option || 'policies', 'a policy object');
-  rejectUnknownFields(input, POLICY_FIELDS, option);
+  rejectUnknownFields(input, POLICY_FIELDS, option, 'a policy');
   const {
     name,
     limit,

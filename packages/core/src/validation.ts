@@ -65,21 +65,46 @@ export function rejectUnknownOptions(
 
 /**
  * The same check for an option that is itself an object, such as `breaker`: its keys are named
- * `option.key`, or bare when `option` is '' (fields written at the top level).
+ * `option.key`, or bare when `option` is '' (fields written at the top level). With `whose`, the
+ * message says what kind of object it is and lists the fields it takes.
+ * @example rejectUnknownFields({ limit: 1, window: '1s', colour: 1 }, POLICY_FIELDS, 'policies', 'a policy')
+ *   // TypeError: @sentinel/core: `policies.colour` is not a field of a policy. A policy takes `name`, `limit`, …
  */
 export function rejectUnknownFields(
   value: object,
   known: ReadonlySet<string> | readonly string[],
   option: string,
+  whose?: string,
 ): void {
-  const problems = unknownOptions(value, known, option === '' ? '' : `${option}.`);
-  if (problems.length > 0) throw new TypeError(`@sentinel/core: ${problems.join('; ')}`);
+  const noun = whose === undefined ? 'an option' : `a field of ${whose}`;
+  const problems = unknownOptions(value, known, option === '' ? '' : `${option}.`, noun);
+  if (problems.length === 0) return;
+  const message = problems.join('; ');
+  if (whose === undefined) throw new TypeError(`@sentinel/core: ${message}`);
+  // After a question, the next sentence needs no full stop of its own.
+  const stop = message.endsWith('?') ? ' ' : '. ';
+  throw new TypeError(
+    `@sentinel/core: ${message}${stop}${capitalized(whose)} takes ${listNames(known)}.`,
+  );
+}
+
+function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** Names as a message lists them: `a`, `b` and `c`. */
+export function listNames(names: Iterable<string>): string {
+  const quoted = [...names].map((name) => `\`${name}\``);
+  return quoted.length < 2
+    ? quoted.join('')
+    : `${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1)}`;
 }
 
 function unknownOptions(
   options: object,
   known: ReadonlySet<string> | readonly string[],
   parent: string,
+  noun = 'an option',
 ): string[] {
   const names = known instanceof Set ? known : new Set(known as readonly string[]);
   const problems: string[] = [];
@@ -92,7 +117,7 @@ function unknownOptions(
     }
     const near = closest(name, names);
     const hint = near === undefined ? '' : `: did you mean \`${parent}${near}\`?`;
-    problems.push(`\`${parent}${name}\` is not an option${hint}`);
+    problems.push(`\`${parent}${name}\` is not ${noun}${hint}`);
   }
   return problems;
 }

@@ -4,6 +4,7 @@ import { connect } from '../../../test/harness/clients.ts';
 import { createLimiter, type LimiterOptions, MemoryStore, RedisStore } from '../src/index.ts';
 import { LIMITER_OPTION_NAMES } from '../src/limiter.ts';
 import { PEER_OPTION_NAMES } from '../src/peer-option-names.ts';
+import { POLICY_FIELDS } from '../src/policy.ts';
 import { rejectUnknownFields, rejectUnknownOptions } from '../src/validation.ts';
 import { constructionError } from './construction-errors.ts';
 
@@ -55,6 +56,13 @@ describe('createLimiter refuses an option it does not know', () => {
     }
   });
 
+  it('accepts every policy field at the top level, and suggests one misspelt there', () => {
+    for (const field of POLICY_FIELDS) expect(LIMITER_OPTION_NAMES).toContain(field);
+    expect(limiterError({ ...ONE, blockfor: '1m' })).toBe(
+      '@sentinel/core: `blockfor` is not an option: did you mean `blockFor`?',
+    );
+  });
+
   it('refuses an unknown field of `breaker`, named under it', () => {
     expect(limiterError({ ...ONE, breaker: { failure: 3 } })).toBe(
       '@sentinel/core: `breaker.failure` is not an option: did you mean `breaker.failures`?',
@@ -73,9 +81,14 @@ describe('createLimiter refuses an option it does not know', () => {
     );
   });
 
-  it('refuses an unknown field of a policy, named where it was written', () => {
+  it('refuses an unknown field of a policy, named where it was written, and lists the fields', () => {
     expect(limiterError({ tiers: { FREE: { limit: 1, window: '1s', algoritm: 'gcra' } } })).toBe(
-      '@sentinel/core: `tiers.FREE.algoritm` is not an option: did you mean `tiers.FREE.algorithm`?',
+      '@sentinel/core: `tiers.FREE.algoritm` is not a field of a policy: did you mean `tiers.FREE.algorithm`? ' +
+        'A policy takes `name`, `limit`, `window`, `algorithm` and `blockFor`.',
+    );
+    expect(limiterError({ policies: { limit: 1, window: '1s', colour: 'red' } })).toBe(
+      '@sentinel/core: `policies.colour` is not a field of a policy. ' +
+        'A policy takes `name`, `limit`, `window`, `algorithm` and `blockFor`.',
     );
     expect(limiterError({ policies: [{ max: 5, windowMs: 1000 }] })).toMatch(
       /^@sentinel\/core: `policies\[0\]\.max` is .*`limit`/,

@@ -5,10 +5,12 @@ import {
   createLimiter,
   type LimiterOptions,
   MemoryStore,
+  type PolicyOptions,
   parseWindow,
   RedisStore,
   type SentinelError,
 } from '../src/index.ts';
+import { POLICY_FIELDS } from '../src/policy.ts';
 import { constructionError } from './construction-errors.ts';
 
 const rejects = (options: unknown) =>
@@ -193,5 +195,68 @@ describe('a call', () => {
       ['UNKNOWN_TIER', "No tier named 'GOLD'"],
       ['UNKNOWN_TIER', "No tier named 'GOLD'"],
     ]);
+  });
+});
+
+describe("the shorthand: a policy's fields at the top level", () => {
+  /** Every field a policy takes; the first check below fails when a field joins PolicyOptions. */
+  const LOGIN: Required<PolicyOptions> = {
+    name: 'login',
+    limit: 2,
+    window: '1m',
+    algorithm: 'fixed-window',
+    blockFor: '10m',
+  };
+
+  it('takes every field a policy takes, and decides as that policy in `policies` does', async () => {
+    expect(Object.keys(LOGIN).sort()).toEqual([...POLICY_FIELDS].sort());
+    let now = Date.UTC(2030, 0, 1);
+    const clock = () => now;
+    const shorthand = createLimiter({ store: new MemoryStore(), clock, ...LOGIN });
+    const spelledOut = createLimiter({ store: new MemoryStore(), clock, policies: LOGIN });
+    const run = async (limiter: ReturnType<typeof createLimiter>) => {
+      const seen = [];
+      for (let i = 0; i < 3; i++) seen.push(await limiter.consume('ip:1'));
+      // Past the window, only the penalty box still refuses.
+      now += 2 * 60_000;
+      seen.push(await limiter.consume('ip:1'));
+      return seen;
+    };
+    const fromShorthand = await run(shorthand);
+    now = Date.UTC(2030, 0, 1);
+    expect(await run(spelledOut)).toEqual(fromShorthand);
+    expect(fromShorthand.map((d) => d.allowed)).toEqual([true, true, false, false]);
+    expect(fromShorthand[3]).toMatchObject({ policy: 'login', limit: 2 });
+    expect(fromShorthand[3]?.retryAfterMs).toBe(8 * 60_000);
+    await Promise.all([shorthand.close(), spelledOut.close()]);
+  });
+
+  it.each([
+    [
+      { policies: { limit: 1, window: '1s' }, blockFor: '1m' },
+      '`blockFor` cannot be combined with `policies`',
+    ],
+    [
+      { policies: { limit: 1, window: '1s' }, limit: 2 },
+      '`limit` cannot be combined with `policies`',
+    ],
+    [
+      { name: 'x', tiers: { FREE: { limit: 1, window: '1s' } } },
+      '`tiers` cannot be combined with `name`',
+    ],
+  ])('cannot be combined with `policies` or `tiers`: %o', (options, message) => {
+    const error = rejects(options);
+    expect(error).toContain(message);
+    expect(error).toContain('`name`, `limit`, `window`, `algorithm` and `blockFor`');
+  });
+
+  it('names a bad field bare, as it was written', () => {
+    expect(rejects({ limit: 1, window: '1s', blockFor: 'soon' })).toMatch(
+      /^@sentinel\/core: `blockFor` must be/,
+    );
+    expect(rejects({ limit: 1, window: '1s', name: 'a b' })).toMatch(
+      /^@sentinel\/core: `name` must be/,
+    );
+    expect(rejects({ blockFor: '1m', window: '1s' })).toMatch(/^@sentinel\/core: `limit` must be/);
   });
 });

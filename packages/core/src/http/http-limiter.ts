@@ -1,5 +1,6 @@
 // The framework-free heart of every adapter: identify, limit, and say what to answer.
 import { createLimiter, type Limiter } from '../limiter.ts';
+import { POLICY_FIELDS } from '../policy.ts';
 import { createReporter } from '../reporter.ts';
 import type { ConsumeOptions, Decision } from '../types.ts';
 import { describe } from '../validation.ts';
@@ -44,29 +45,28 @@ const identifyByIp = byIp() as (req: RequestLike) => Identity | null;
 
 /**
  * A route's options over the app's, as every adapter layers them. Options that cannot be
- * combined replace each other: a route naming its own policies (`policies`, `tiers`, or
- * `limit`/`window`/`algorithm`) replaces the app's, and one naming `store` or `redis` replaces
- * the app's store.
+ * combined replace each other: a route naming its own policies (`policies`, `tiers`, or a
+ * policy's fields at the top level, such as `limit`) replaces the app's, and one naming `store`,
+ * `redis` or `redisUrl` replaces the app's store.
  */
 export function mergeHttpLimiterOptions<Req, Res>(
   base: HttpLimiterOptions<Req, Res>,
   route: Partial<HttpLimiterOptions<Req, Res>>,
 ): HttpLimiterOptions<Req, Res> {
   const merged: HttpLimiterOptions<Req, Res> = { ...base };
-  const names = (...keys: (keyof HttpLimiterOptions<Req, Res>)[]) =>
+  const names = (...keys: readonly (keyof HttpLimiterOptions<Req, Res>)[]) =>
     keys.some((key) => route[key] !== undefined);
-  if (names('policies', 'tiers')) {
-    for (const key of ['limit', 'window', 'algorithm'] as const) delete merged[key];
-  }
-  if (names('policies', 'tiers', 'limit', 'window', 'algorithm')) {
-    for (const key of ['policies', 'tiers', 'defaultTier'] as const) delete merged[key];
-  }
-  if (names('store')) {
-    for (const key of ['redis', 'timeout', 'connectTimeout'] as const) delete merged[key];
-  }
-  if (names('redis')) delete merged.store;
+  const drop = (...keys: readonly (keyof HttpLimiterOptions<Req, Res>)[]) => {
+    for (const key of keys) delete merged[key];
+  };
+  if (names('policies', 'tiers')) drop(...POLICY_FIELDS);
+  if (names('policies', 'tiers', ...POLICY_FIELDS)) drop('policies', 'tiers', 'defaultTier');
+  if (names('store')) drop('redis', 'redisUrl', 'timeout', 'connectTimeout');
+  if (names('redis')) drop('store', 'redisUrl');
+  if (names('redisUrl')) drop('store', 'redis');
   return { ...merged, ...route };
 }
+
 /** What a request counts as: who it is and what it costs. */
 interface Charge {
   identity: Identity | 'unauthorized' | null;
