@@ -25,6 +25,9 @@ async function appWith(
 ): Promise<App> {
   const options: HttpLimiterOptions = {
     ...useStore(storeName).options,
+    // Who is counted is the question here, not a slow Redis: a deadline a loaded machine cannot
+    // miss keeps fail-open answers out of the counts (the failure suites cover those).
+    ...(storeName === 'redis' && { timeout: 1000 }),
     limit: 10,
     window: '1m',
     clock: manualClock().now,
@@ -48,7 +51,9 @@ async function admittedOf60(
     Array.from({ length: 60 }, (_, i) => app.get('/', from(ip, credential(i)))),
   );
   expect(replies.every((reply) => reply.status === 200 || reply.status === 429)).toBe(true);
-  return replies.filter((reply) => reply.status === 200).length;
+  const admitted = replies.filter((reply) => reply.status === 200);
+  expect(admitted.filter((reply) => exposed(reply)?.degraded !== undefined)).toEqual([]);
+  return admitted.length;
 }
 
 const invented = {
