@@ -3,6 +3,7 @@ import type { CircuitBreaker } from './circuit-breaker.ts';
 import { fixedDecision, LimiterDecision, toDecision } from './decision.ts';
 import { SentinelError } from './errors.ts';
 import { storageIdentity } from './fingerprint.ts';
+import { lateReply } from './late-reply.ts';
 import {
   type LimiterOptions,
   type ResolvedOptions,
@@ -14,7 +15,7 @@ import type { DecisionEvent } from './observer.ts';
 import { type CompiledPlan, PlanCache } from './plan-cache.ts';
 import type { Plan } from './policy.ts';
 import { toRedisConnection } from './redis-connection.ts';
-import { IdentityRequest, KeyLayout } from './store-keys.ts';
+import { IdentityRequest, KeyLayout, type LateReplyListener } from './store-keys.ts';
 import type { ConsumeOptions, Decision, Store, StoreReply } from './types.ts';
 import { checkObject, checkPositiveInteger, describe, fail } from './validation.ts';
 
@@ -70,6 +71,8 @@ interface Parts extends ResolvedOptions {
   readonly breaker: CircuitBreaker | undefined;
   /** Plans for the policies calls bring with them. */
   readonly ownPlans: PlanCache;
+  /** Hears of replies that came after the store gave up on a call: see `lateReply`. */
+  readonly late: LateReplyListener;
 }
 
 export interface RefundOptions {
@@ -94,7 +97,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const breaker = store.serverOf === undefined ? breakers?.of('') : undefined;
   const fallbackLayout = layouts.get(resolved.fallback) as KeyLayout;
   const ownPlans = new PlanCache(resolved.prefix);
-  const parts: Parts = { ...resolved, store, local, layouts, fallbackLayout, breaker, ownPlans };
+  const late: LateReplyListener = (request, reply) =>
+    lateReply(parts, request, reply, (refund) => adjust(parts, refund, false));
+  const parts: Parts = {
+    ...resolved,
+    store,
+    local,
+    layouts,
+    fallbackLayout,
+    breaker,
+    ownPlans,
+    late,
+  };
   return {
     consume: (key, options) => decide(parts, key, options, true),
     peek: (key, options) => decide(parts, key, options, false),
@@ -220,6 +234,7 @@ function evaluate(parts: Parts, plan: Plan, request: IdentityRequest): Promise<D
   const sentAt = Date.now();
   request.sentAt = sentAt;
   if (breaker && !breaker.allow(sentAt)) return Promise.resolve(degrade(parts, plan, request));
+  request.lateListener = parts.late;
   // Timed only for observers: performance.now() is a cost the unobserved path does not pay.
   const startedAt = parts.observers?.decision && performance.now();
   let reply: StoreReply | Promise<StoreReply>;
@@ -406,10 +421,14 @@ async function refund(parts: Parts, key: string, options: RefundOptions): Promis
   charge.left -= amount;
   const request = new IdentityRequest(identity, layout, amount, false, parts.clock?.());
   request.adjust = { kind: 'refund', at: charge.chargedAt };
+  // Should the store give up on it and Redis run it all the same, the late reply says so.
+  request.refundOf = charge;
   try {
     await adjust(parts, request);
   } catch (error) {
-    // The store did nothing (a late call does nothing either): the units may be given back later.
+    // The store did nothing, as far as anyone knows: the units may be given back later. Redis does
+    // nothing with a call that reaches it late, but one it ran just before its deadline may be
+    // answered late: `lateReply` then takes them off again.
     charge.left += amount;
     throw error;
   }
@@ -436,12 +455,17 @@ async function penalize(
   return toDecision(plan, await adjust(parts, request));
 }
 
-/** Sends a penalty or a refund: through the breaker, failing with a SentinelError, never degraded. */
-async function adjust(parts: Parts, request: IdentityRequest): Promise<StoreReply> {
+/**
+ * Sends a penalty or a refund: through the breaker (`gated`), failing with a SentinelError, never
+ * degraded. A refund of a consume admitted late is not gated: the server it goes to has just
+ * answered, and an open breaker would leave the consume's cost taken for good.
+ */
+async function adjust(parts: Parts, request: IdentityRequest, gated = true): Promise<StoreReply> {
   const { store, breakers } = parts;
   const breaker = parts.breaker ?? breakers?.of(store.serverOf?.(request.keys) ?? '');
   request.sentAt = Date.now();
-  if (breaker && !breaker.allow(request.sentAt)) {
+  request.lateListener = parts.late;
+  if (gated && breaker && !breaker.allow(request.sentAt)) {
     throw new SentinelError(
       'STORE_UNAVAILABLE',
       'The circuit breaker is open: the store is failing',

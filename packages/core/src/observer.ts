@@ -1,4 +1,5 @@
-// What a limiter tells the outside: every decision, store failure, store and breaker transition.
+// What a limiter tells the outside: every decision, store failure, store and breaker transition,
+// and every consume given back because its admission came after the store gave up on it.
 // Metrics, logs and tracing are built on this; a limiter without observers pays one check per call.
 import type { SentinelError } from './errors.ts';
 import type { Decision } from './types.ts';
@@ -39,6 +40,27 @@ export interface BreakerEvent {
   readonly state: 'open' | 'closed';
 }
 
+/**
+ * A consume the store gave up on, whose caller was answered by `onStoreError`, that Redis had run
+ * and admitted all the same: its reply came after the deadline. Its cost is given back to every
+ * policy it was charged to, into the windows it was charged in, as `refund()` gives it back.
+ */
+export interface LateRefundEvent {
+  /** The identity as store keys carry it: the key as written, or its fingerprint. */
+  readonly identity: string;
+  /** The consume's tier; undefined for a limiter without tiers. */
+  readonly tier: string | undefined;
+  /** Units given back to each policy: the consume's cost. */
+  readonly cost: number;
+  /** The server that ran it: `host:port` of a Cluster master, '' for a single server. */
+  readonly server: string;
+  /**
+   * Why nothing could be given back, when the refund failed: the cost then stays taken. The
+   * error also reaches `onError`.
+   */
+  readonly error: SentinelError | undefined;
+}
+
 /** Each hook is optional. What a hook throws becomes a process warning, never a failed request. */
 export interface Observer {
   /** Every consume and peek, once decided. */
@@ -49,6 +71,8 @@ export interface Observer {
   store?(event: StoreStateEvent): void;
   /** Once per transition of a server's circuit breaker. */
   breaker?(event: BreakerEvent): void;
+  /** Once per consume admitted after the store gave up on it, when its refund is done or failed. */
+  lateRefund?(event: LateRefundEvent): void;
 }
 
 /** The methods Sentinel calls on a `logger`, in pino's `(object, message)` form. */
@@ -63,6 +87,7 @@ export interface Observers {
   readonly storeError: ((event: StoreErrorEvent) => void) | undefined;
   readonly store: ((event: StoreStateEvent) => void) | undefined;
   readonly breaker: ((event: BreakerEvent) => void) | undefined;
+  readonly lateRefund: ((event: LateRefundEvent) => void) | undefined;
 }
 
 const HOOKS = [
@@ -70,6 +95,7 @@ const HOOKS = [
   'storeError',
   'store',
   'breaker',
+  'lateRefund',
 ] as const satisfies readonly (keyof Observer)[];
 
 /** Checks `observe` and `logger` once, and merges them; the logger is one more observer. */
@@ -99,6 +125,7 @@ export function resolveObservers(
     storeError: merge(list, 'storeError'),
     store: merge(list, 'store'),
     breaker: merge(list, 'breaker'),
+    lateRefund: merge(list, 'lateRefund'),
   };
 }
 

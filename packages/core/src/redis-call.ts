@@ -3,7 +3,7 @@ import type { SentinelError } from './errors.ts';
 import { listeningTime } from './listening-time.ts';
 import type { RedisNode } from './redis-node.ts';
 import type { ScriptCall } from './script-evaluator.ts';
-import type { StoreReply } from './types.ts';
+import type { StoreReply, StoreRequest } from './types.ts';
 
 /** The wall-clock backstop of a call, in multiples of `timeout`. */
 export const BACKSTOP_TIMEOUTS = 10;
@@ -43,6 +43,11 @@ export class RedisCall implements ScriptCall {
   clock: number | undefined = undefined;
   /** The last deadline check found it overdue: the next one fails it if it still is. */
   suspect = false;
+  /**
+   * The request a reply goes to when it comes after the call failed (see StoreRequest.late),
+   * for a call that writes; undefined once it has heard, or when nobody need hear.
+   */
+  late: Pick<StoreRequest, 'late'> | undefined;
   readonly #expires: boolean;
   readonly #timeout: number;
   /** What the latest send returned: the expiry Redis checks, or '' for none. */
@@ -55,7 +60,9 @@ export class RedisCall implements ScriptCall {
     timeout: number,
     resolve: (value: StoreReply) => void,
     reject: (error: SentinelError) => void,
+    late?: Pick<StoreRequest, 'late'>,
   ) {
+    this.late = late;
     this.#expires = expires;
     this.#timeout = timeout;
     this.#resolve = resolve;
@@ -118,10 +125,20 @@ export class RedisCall implements ScriptCall {
     return first !== undefined && performance.now() - first < this.#timeout * BACKSTOP_TIMEOUTS;
   }
 
+  /**
+   * Answers the caller with Redis's reply; or, for a call already failed (given up on), hands it
+   * to whoever hears of late replies: Redis ran the call after all, and the caller was told
+   * otherwise. At most once: a call runs at most once, and the reply of its one run goes there.
+   */
   resolve(value: StoreReply): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.#resolve(value);
+    const late = this.late;
+    this.late = undefined;
+    if (!this.settled) {
+      this.settled = true;
+      this.#resolve(value);
+    } else {
+      late?.late?.(value);
+    }
   }
 
   fail(error: SentinelError): void {

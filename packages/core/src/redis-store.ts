@@ -118,8 +118,10 @@ export class RedisStore implements Store {
 
   evaluate(request: StoreRequest): Promise<StoreReply> {
     const { keys, now, cost, apply, args, script, adjust } = request;
-    // Whatever writes must not count late: consumes, penalties and refunds carry an expiry.
-    const writes = apply || adjust !== undefined;
+    // Whatever writes must not count late: consumes, penalties and refunds carry an expiry. Yet
+    // Redis may run one just before its expiry and the reply reach this process after the call
+    // gave up (a Redis stopped between the two, a reply read late): the request hears of it.
+    const writer = apply || adjust !== undefined ? request : undefined;
     const count = request.policies.length;
     const alone = async (call: RedisCall, node: RedisNode): Promise<StoreReply | undefined> => {
       // Built only for a call sent alone. The fourth argument, the expiry, is written by the
@@ -137,8 +139,8 @@ export class RedisStore implements Store {
       return reply && decodeReply(reply, count, now ?? call.clock);
     };
     // A caller's clock differs call by call, while a batch runs on one.
-    if (now !== undefined) return this.#call(keys, writes, alone);
-    return this.#call(keys, writes, (call, node) => {
+    if (now !== undefined) return this.#call(keys, writer, alone);
+    return this.#call(keys, writer, (call, node) => {
       const group = this.#batchGroup(keys[0] as string);
       if (group === undefined) return alone(call, node);
       // The batch settles the call straight from its reply: no promise per member between them.
@@ -177,7 +179,7 @@ export class RedisStore implements Store {
   }
 
   async reset(keys: readonly string[]): Promise<void> {
-    await this.#call(keys, false, async (call, node) => {
+    await this.#call(keys, undefined, async (call, node) => {
       call.sending();
       await this.#client.del(keys);
       node.heard();
@@ -198,7 +200,11 @@ export class RedisStore implements Store {
     this.#unsubscribe();
     this.#stopTimer();
     const closed = new SentinelError('STORE_UNAVAILABLE', 'The Redis store was closed');
-    for (const call of this.#pending) call.fail(closed);
+    // A closed store sends nothing more, a refund of a late reply included.
+    for (const call of this.#pending) {
+      call.late = undefined;
+      call.fail(closed);
+    }
     this.#pending = [];
     this.#held = [];
   }
@@ -213,9 +219,17 @@ export class RedisStore implements Store {
     return node;
   }
 
-  #call(keys: readonly string[], expires: boolean, command: Command): Promise<StoreReply> {
+  /**
+   * Makes a call. `writer` is the request of a call that writes: Redis must not run it late, and
+   * the request hears of a reply that comes after the call gave up all the same.
+   */
+  #call(
+    keys: readonly string[],
+    writer: Pick<StoreRequest, 'late'> | undefined,
+    command: Command,
+  ): Promise<StoreReply> {
     return new Promise((resolve, reject) => {
-      const call = new RedisCall(expires, this.#timeout, resolve, reject);
+      const call = new RedisCall(writer !== undefined, this.#timeout, resolve, reject, writer);
       const client = this.#client;
       if (client.isReady()) {
         this.#send(call, keys, command);

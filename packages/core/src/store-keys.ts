@@ -1,6 +1,9 @@
 // The keys of one identity under a plan, and the request that spells them out only when read.
 import type { Plan } from './policy.ts';
-import type { StoreRequest } from './types.ts';
+import type { StoreReply, StoreRequest } from './types.ts';
+
+/** Hears of a reply that came after the store had given up on `request` (see StoreRequest.late). */
+export type LateReplyListener = (request: IdentityRequest, reply: StoreReply) => void;
 
 /**
  * The store keys of a plan under a prefix: `<prefix>:{<identity>}<suffix>`, one per policy, all
@@ -42,6 +45,10 @@ export class IdentityRequest implements StoreRequest {
    */
   chargedAt: number | undefined = undefined;
   left = 0;
+  /** For a refund made by `refund()`: the admitted consume it gives back to. */
+  refundOf: IdentityRequest | undefined = undefined;
+  /** The limiter that sent it, to hear of a reply that comes after the store gave up on it. */
+  lateListener: LateReplyListener | undefined = undefined;
   #keys: readonly string[] | undefined;
 
   constructor(
@@ -69,5 +76,9 @@ export class IdentityRequest implements StoreRequest {
   get keys(): readonly string[] {
     this.#keys ??= this.layout.keysOf(this.identity);
     return this.#keys;
+  }
+
+  late(reply: StoreReply): void {
+    this.lateListener?.(this, reply);
   }
 }

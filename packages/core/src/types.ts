@@ -105,6 +105,13 @@ export interface StoreRequest {
   adjust?: Adjustment;
   /** Unix milliseconds from the limiter's clock; undefined means the store's own clock. */
   now: number | undefined;
+  /**
+   * Called by a store that gave up on this request, failing its call so that the caller was
+   * answered without it, when the reply comes after all: the request did run, and did what the
+   * reply says. The limiter gives back what such a consume took. A store that never gives up
+   * on a request it may still run need not call it.
+   */
+  late?(reply: StoreReply): void;
 }
 
 /** One policy's answer from a store. */
