@@ -40,6 +40,15 @@ describe('the gateway configuration', () => {
     ).toBe(401);
   });
 
+  it('starts without Redis on a file that sets `timeout`, the deadline of Redis calls alone', async () => {
+    // The example configuration sets it; Sentinel refuses it beside the memory store.
+    const file = configFile('gateway.yaml', 'timeout: 50\nonStoreError: deny\n');
+    const { url } = await startGateway({}, ['--config', file]);
+    const response = await fetch(`${url}/`, { headers: { 'x-api-key': 'demo-free-key' } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('ratelimit')).toMatch(/^"free-minute";r=9;/);
+  });
+
   it('lets the environment override the file: SENTINEL_HEADERS', async () => {
     const file = configFile('gateway.json', JSON.stringify({ headers: 'draft-7' }));
     const { url } = await startGateway({ SENTINEL_CONFIG: file, SENTINEL_HEADERS: 'legacy' });

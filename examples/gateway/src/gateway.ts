@@ -61,8 +61,11 @@ export async function buildGateway(config: GatewayConfig & { upstream: string })
       cacheTtlMs: config.keyCacheTtlMs,
     });
 
+    const { timeout, ...limits } = config.limiter;
     await app.register(sentinel, {
-      ...config.limiter,
+      ...limits,
+      // The deadline of a Redis call: without Redis, the limits are in memory, which never waits.
+      ...(redis && timeout !== undefined && { timeout }),
       redis,
       // A known key selects its tenant's tier; no key means the default tier by client IP; a key
       // nobody issued gets a 401.

@@ -77,7 +77,15 @@ export class QuotaInspector {
     // `headers` belongs to the HTTP layer; the rest decides which keys hold a key's state.
     const { tiers, defaultTier, prefix, timeout } = limiter;
     const build = (group?: string) =>
-      createHttpLimiter({ tiers, defaultTier, prefix, timeout, redis, group, logger });
+      createHttpLimiter({
+        tiers,
+        defaultTier,
+        prefix,
+        ...(redis && { timeout }),
+        redis,
+        group,
+        logger,
+      });
     const main = build();
     const byGroup = new Map(groups.map((group) => [group, build(group)]));
     this.#main = main.limiter;

@@ -76,12 +76,13 @@ export interface LimiterOptions extends Partial<PolicyOptions> {
   onError?: (error: SentinelError) => void;
   /**
    * Ms a Redis call waits while Redis sends nothing and this process is free to hear it, for a
-   * store built from `redis` or `redisUrl` (see RedisStoreOptions). @default 50
+   * store built from `redis` or `redisUrl` (see RedisStoreOptions); refused without them.
+   * @default 50
    */
   timeout?: number;
   /**
    * Ms calls wait for the first Redis connection, for a store built from `redis` or `redisUrl`;
-   * after that, calls fail at once until it comes up. @default 500
+   * after that, calls fail at once until it comes up. Refused without them. @default 500
    */
   connectTimeout?: number;
   /**
@@ -304,6 +305,15 @@ export function resolveStore(options: LimiterOptions): {
   if (redisUrl !== undefined) {
     const client = createRedisClient(redisUrl);
     return { store: redisStore(client, timeout, connectTimeout), owned: true, client };
+  }
+  // Memory never keeps a call waiting: a deadline given here would be silently ignored.
+  for (const [name, value] of Object.entries({ timeout, connectTimeout })) {
+    if (value !== undefined) {
+      fail(
+        name,
+        'applies to a Redis store only: pass `redis` or `redisUrl` with it, or leave it out for the memory store',
+      );
+    }
   }
   return { store: acquireSharedMemory(), owned: true };
 }

@@ -117,6 +117,15 @@ describe('createLimiter rejects at construction', () => {
     );
   });
 
+  it.each(['timeout', 'connectTimeout'])(
+    'a %s without a Redis store, where the memory store would silently ignore it',
+    (option) => {
+      expect(rejects({ limit: 1, window: '1s', [option]: 10 })).toBe(
+        `@sentinel/core: \`${option}\` applies to a Redis store only: pass \`redis\` or \`redisUrl\` with it, or leave it out for the memory store`,
+      );
+    },
+  );
+
   it('a zero or fractional timeout for a Redis store', () => {
     expect(rejects({ limit: 1, window: '1s', redis: connect(), timeout: 0 })).toContain(
       '`timeout`',
