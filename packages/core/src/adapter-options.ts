@@ -4,17 +4,29 @@ import {
   mergeHttpLimiterOptions,
   type Verdict,
 } from './http/http-limiter.ts';
+import { HTTP_OPTION_NAMES } from './http/http-options.ts';
+import { LIMITER_OPTION_NAMES } from './limiter-options.ts';
 import type { Decision } from './types.ts';
-import { checkObject } from './validation.ts';
+import { checkObject, rejectUnknownOptions } from './validation.ts';
 
 /**
  * The options an adapter was given, checked to be an object. None (undefined or null) counts as
  * empty, as Fastify makes it for a plugin, so all three adapters then fail alike, naming what is
- * missing; and a non-object fails here, by name, rather than deep in a destructuring.
+ * missing; and a non-object fails here, by name, rather than deep in a destructuring. With `own`,
+ * the adapter's own option names (such as `handler`), every name is checked here, so that a
+ * misspelt adapter option gets the name it was likely meant to be, as a core option does.
  */
-export function adapterOptions<T extends object>(options: T | undefined, option = 'options'): T {
+export function adapterOptions<T extends object>(
+  options: T | undefined,
+  option = 'options',
+  own?: readonly string[],
+): T {
   if (options === undefined || options === null) return {} as T;
   checkObject(options, option, "an object such as { limit: 100, window: '1m' }");
+  if (own !== undefined) {
+    const known = new Set([...LIMITER_OPTION_NAMES, ...HTTP_OPTION_NAMES, ...own]);
+    rejectUnknownOptions(options, known, '@sentinel/core');
+  }
   return options;
 }
 

@@ -68,6 +68,12 @@ export interface RateLimitMiddleware {
   close(): Promise<void>;
 }
 
+/** The options of this adapter alone, beside core's: a misspelling of one is named too. */
+const EXPRESS_ONLY = ['handler'] satisfies readonly Exclude<
+  keyof RateLimitOptions,
+  keyof HttpLimiterOptions
+>[];
+
 function writeHeaders(res: Response, headers: Record<string, string>): void {
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
 }
@@ -78,7 +84,7 @@ function writeHeaders(res: Response, headers: Record<string, string>): void {
  * @example app.use(rateLimit({ redis, tiers: { FREE: { limit: 10, window: '1m' } } }))
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const resolved = adapterOptions(options);
+  const resolved = adapterOptions(options, 'options', EXPRESS_ONLY);
   const { handler, ...limiterOptions } = resolved;
   if (handler !== undefined) checkFunction(handler, 'handler');
   const http = createHttpLimiter<Request, Response>(limiterOptions);

@@ -21,8 +21,19 @@ import {
 type Options = RouteRateLimitOptions;
 type RouteLimiter = HttpLimiter<FastifyRequest, FastifyReply>;
 
+/** The options of the plugin alone, beside core's: a misspelling of one is named too. */
+const PLUGIN_ONLY = ['hook', 'global', 'handler'] satisfies readonly Exclude<
+  keyof SentinelOptions,
+  keyof Options
+>[];
+
 const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fastify, options) {
-  const { hook = 'onRequest', global = true, handler, ...given } = adapterOptions(options);
+  const {
+    hook = 'onRequest',
+    global = true,
+    handler,
+    ...given
+  } = adapterOptions(options, 'options', PLUGIN_ONLY);
   // The app's logger, the parent of every request.log, hears of store and breaker transitions.
   const base: Options = { logger: fastify.log, ...given };
   checkOneOf(hook, SENTINEL_HOOKS, 'hook');

@@ -44,6 +44,12 @@ export interface RateLimitOptions extends HttpLimiterOptions<Context, undefined>
   handler?: (ctx: Context, decision: Decision) => void | Promise<void>;
 }
 
+/** The options of this adapter alone, beside core's: a misspelling of one is named too. */
+const KOA_ONLY = ['handler'] satisfies readonly Exclude<
+  keyof RateLimitOptions,
+  keyof HttpLimiterOptions
+>[];
+
 /** A route's options, layered over those of the middleware whose `route()` takes them. */
 export type RouteRateLimitOptions = Partial<RateLimitOptions>;
 
@@ -68,7 +74,7 @@ export interface RateLimitMiddleware extends Middleware {
  * @example app.use(rateLimit({ redis, tiers: { FREE: { limit: 10, window: '1m' } } }))
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const resolved = adapterOptions(options);
+  const resolved = adapterOptions(options, 'options', KOA_ONLY);
   const { handler, ...httpOptions } = resolved;
   if (handler !== undefined) checkFunction(handler, 'handler');
   const http = createHttpLimiter<Context, undefined>(httpOptions);

@@ -1,0 +1,148 @@
+// Every adapter takes a policy's fields at the top level, and names a misspelt option of its own.
+import { describe, expect, it } from 'vitest';
+import * as express from '../../packages/express/src/index.ts';
+import { express5, serve as serveExpress } from '../../packages/express/test/apps.ts';
+import * as fastify from '../../packages/fastify/src/index.ts';
+import { Fastify } from '../../packages/fastify/test/framework.ts';
+import * as koa from '../../packages/koa/src/index.ts';
+import { Koa, serve as serveKoa } from '../../packages/koa/test/apps.ts';
+
+/** An app of each adapter limiting GET / with `options`; each request answers 200 when admitted. */
+const APPS = {
+  async express(options: express.RateLimitOptions) {
+    const app = express5.app();
+    const limit = express.rateLimit(options);
+    app.use(limit);
+    app.get('/', (_req, res) => void res.json({ ok: true }));
+    const served = await serveExpress(app);
+    return { url: served.url, close: () => served.close().then(() => limit.close()) };
+  },
+  async koa(options: koa.RateLimitOptions) {
+    const app = new Koa();
+    const limit = koa.rateLimit(options);
+    app.use(limit);
+    app.use(async (ctx) => {
+      ctx.body = { ok: true };
+    });
+    const served = await serveKoa(app);
+    return { url: served.url, close: () => served.close().then(() => limit.close()) };
+  },
+  async fastify(options: fastify.SentinelOptions) {
+    const app = Fastify();
+    await app.register(fastify.sentinel, options);
+    app.get('/', async () => ({ ok: true }));
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    return { url, close: () => app.close() };
+  },
+};
+const NAMES = Object.keys(APPS) as (keyof typeof APPS)[];
+
+/** Builds each adapter with `options`: the message of the TypeError it throws. */
+const CONSTRUCT = {
+  express: async (options: unknown) => void express.rateLimit(options as never),
+  koa: async (options: unknown) => void koa.rateLimit(options as never),
+  fastify: async (options: unknown) => {
+    const app = Fastify();
+    try {
+      await app.register(fastify.sentinel, options as never);
+      await app.ready();
+    } finally {
+      await app.close().catch(() => {});
+    }
+  },
+};
+
+async function failure(name: keyof typeof CONSTRUCT, options: unknown): Promise<string> {
+  try {
+    await CONSTRUCT[name](options);
+  } catch (error) {
+    expect(error).toBeInstanceOf(TypeError);
+    return (error as Error).message;
+  }
+  throw new Error(`${name} accepted the options`);
+}
+
+describe("a policy's fields at the top level", () => {
+  it.each(NAMES)('name the policy and box the client on %s, as in `policies`', async (name) => {
+    // A prefix per adapter: without a store, all three count in the process's one memory store.
+    const app = await APPS[name]({
+      name: 'login',
+      limit: 1,
+      window: '1s',
+      blockFor: '10m',
+      algorithm: 'fixed-window',
+      prefix: `shorthand-${name}`,
+    });
+    try {
+      expect((await fetch(app.url)).status).toBe(200);
+      const refused = await fetch(app.url);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('ratelimit-policy')).toMatch(/^"login";/);
+      // Past the window, the penalty box still refuses, for most of its ten minutes.
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      const boxed = await fetch(app.url);
+      expect(boxed.status).toBe(429);
+      expect(Number(boxed.headers.get('retry-after'))).toBeGreaterThan(590);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it.each(NAMES)('cannot be combined with `policies` on %s', async (name) => {
+    const options = { policies: { limit: 1, window: '1s' }, blockFor: '1m' };
+    expect(await failure(name, options)).toContain('`blockFor` cannot be combined with `policies`');
+  });
+});
+
+describe('a Redis deadline without Redis', () => {
+  it.each(NAMES)('is refused on %s, by name', async (name) => {
+    expect(await failure(name, { limit: 1, window: '1m', connectTimeout: 500 })).toContain(
+      '`connectTimeout` applies to a Redis store only',
+    );
+  });
+
+  it.each(['express', 'koa'] as const)(
+    "is refused in %s's route() options over an app in memory",
+    async (name) => {
+      const limit = (name === 'express' ? express : koa).rateLimit({ limit: 1, window: '1m' });
+      try {
+        expect(() => limit.route({ timeout: 20 })).toThrow(
+          '`timeout` applies to a Redis store only',
+        );
+      } finally {
+        await limit.close();
+      }
+    },
+  );
+});
+
+describe('a misspelt option of the adapter itself', () => {
+  it.each(NAMES)('is named on %s, with the option it was likely meant to be', async (name) => {
+    expect(await failure(name, { limit: 1, window: '1m', handlr: () => {} })).toBe(
+      '@sentinel/core: `handlr` is not an option: did you mean `handler`?',
+    );
+  });
+
+  it.each([
+    ['hoook', 'hook'],
+    ['globl', 'global'],
+  ])('is named on fastify: `%s` for `%s`', async (typo, known) => {
+    expect(await failure('fastify', { limit: 1, window: '1m', [typo]: true })).toBe(
+      `@sentinel/core: \`${typo}\` is not an option: did you mean \`${known}\`?`,
+    );
+  });
+
+  it.each(['express', 'koa'] as const)(
+    "is named in %s's route() options too, where `handler` is a route's own",
+    async (name) => {
+      const limit = (name === 'express' ? express : koa).rateLimit({ limit: 1, window: '1m' });
+      try {
+        expect(() => limit.route({ handlr: () => {} } as never)).toThrow(
+          '@sentinel/core: `handlr` is not an option: did you mean `handler`?',
+        );
+      } finally {
+        await limit.close();
+      }
+    },
+  );
+});
