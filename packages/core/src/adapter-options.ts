@@ -5,7 +5,9 @@ import {
   type Verdict,
 } from './http/http-limiter.ts';
 import { HTTP_OPTION_NAMES } from './http/http-options.ts';
-import { LIMITER_OPTION_NAMES } from './limiter-options.ts';
+import { LIMITER_OPTION_NAMES, type LimiterOptions } from './limiter-options.ts';
+import { createRedisClient } from './redis-client.ts';
+import { toRedisConnection } from './redis-connection.ts';
 import type { Decision } from './types.ts';
 import { checkObject, rejectUnknownOptions } from './validation.ts';
 
@@ -28,6 +30,39 @@ export function adapterOptions<T extends object>(
     rejectUnknownOptions(options, known, '@sentinel/core');
   }
   return options;
+}
+
+/** An adapter's options with one Redis client for it and every limiter its routes make. */
+export interface SharedConnection<Options> {
+  /** The options to build with: `redisUrl` replaced by `redis`, the client built from it. */
+  readonly options: Options;
+  /** Closes that client, once however often it is called; nothing when none was built. */
+  close(): Promise<void>;
+}
+
+/**
+ * From `redisUrl`, each limiter would build a Redis client, and so each route an adapter limits
+ * by its own options would open a connection of its own. The adapter builds the one they share
+ * instead, and closes it after them. Options with `redis` or `store` beside `redisUrl`, which
+ * the limiter refuses by name, pass as they are, as do options without `redisUrl`.
+ */
+export function connectOnce<Options extends Pick<LimiterOptions, 'store' | 'redis' | 'redisUrl'>>(
+  options: Options,
+): SharedConnection<Options> {
+  const { redisUrl, redis, store } = options;
+  if (redisUrl === undefined || redis !== undefined || store !== undefined) {
+    return { options, close: () => Promise.resolve() };
+  }
+  const client = createRedisClient(redisUrl);
+  const { redisUrl: _, ...rest } = options;
+  let closed: Promise<void> | undefined;
+  return {
+    options: { ...rest, redis: client } as Options,
+    close: () => {
+      closed ??= toRedisConnection(client).close();
+      return closed;
+    },
+  };
 }
 
 /** A refusal whose decision a custom `handler` may answer. */
@@ -57,7 +92,8 @@ export interface RouteLayering<Options, Middleware> {
 
 /**
  * Per-route layering for middleware adapters, with core's merge: a route naming its own policies
- * or store replaces the app's, and one naming its own `handler` answers with it.
+ * or store replaces the app's, and one naming its own `handler` answers with it. `connection`,
+ * the client the app's options share with its routes, is closed after every one of them.
  */
 export function routeLayering<
   Options extends object,
@@ -66,6 +102,7 @@ export function routeLayering<
   options: Options,
   build: (options: Options) => Middleware,
   closeLimiter: () => Promise<void>,
+  connection?: SharedConnection<Options>,
 ): RouteLayering<Options, Middleware> {
   const routes: Middleware[] = [];
   return {
@@ -80,6 +117,7 @@ export function routeLayering<
     },
     async close() {
       await Promise.all([closeLimiter(), ...routes.map((middleware) => middleware.close())]);
+      await connection?.close();
     },
   };
 }

@@ -3,9 +3,11 @@
 
 export {
   adapterOptions,
+  connectOnce,
   handlerAnswers,
   type RouteLayering,
   routeLayering,
+  type SharedConnection,
 } from './adapter-options.ts';
 export { mergeHttpLimiterOptions } from './http/http-limiter.ts';
 // The Lua scripts and the function library, for the bench's measure of what each costs Redis.

@@ -2,12 +2,14 @@
 import {
   createHttpLimiter,
   type Decision,
+  type HttpLimiter,
   type HttpLimiterOptions,
   type Limiter,
 } from '@sentinel/core';
 import {
   adapterOptions,
   checkFunction,
+  connectOnce,
   handlerAnswers,
   routeLayering,
 } from '@sentinel/core/internal';
@@ -84,10 +86,18 @@ function writeHeaders(res: Response, headers: Record<string, string>): void {
  * @example app.use(rateLimit({ redis, tiers: { FREE: { limit: 10, window: '1m' } } }))
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const resolved = adapterOptions(options, 'options', EXPRESS_ONLY);
-  const { handler, ...limiterOptions } = resolved;
-  if (handler !== undefined) checkFunction(handler, 'handler');
-  const http = createHttpLimiter<Request, Response>(limiterOptions);
+  const given = adapterOptions(options, 'options', EXPRESS_ONLY);
+  if (given.handler !== undefined) checkFunction(given.handler, 'handler');
+  // From `redisUrl`, one client for this middleware and every one its route() makes.
+  const connection = connectOnce(given);
+  const { handler, ...limiterOptions } = connection.options;
+  let http: HttpLimiter<Request, Response>;
+  try {
+    http = createHttpLimiter<Request, Response>(limiterOptions);
+  } catch (error) {
+    void connection.close();
+    throw error;
+  }
 
   async function sentinelRateLimit(req: Request, res: Response, next: NextFunction) {
     let verdict: Awaited<ReturnType<typeof http.check>>;
@@ -120,6 +130,6 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     res.end(JSON.stringify(verdict.body));
   }
 
-  const layering = routeLayering(resolved, rateLimit, http.close);
+  const layering = routeLayering(connection.options, rateLimit, http.close, connection);
   return Object.assign(sentinelRateLimit, { limiter: http.limiter, ...layering });
 }

@@ -5,6 +5,7 @@ import {
   checkFunction,
   checkObject,
   checkOneOf,
+  connectOnce,
   fail,
   handlerAnswers,
   mergeHttpLimiterOptions,
@@ -34,11 +35,13 @@ const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fast
     handler,
     ...given
   } = adapterOptions(options, 'options', PLUGIN_ONLY);
-  // The app's logger, the parent of every request.log, hears of store and breaker transitions.
-  const base: Options = { logger: fastify.log, ...given };
   checkOneOf(hook, SENTINEL_HOOKS, 'hook');
   if (typeof global !== 'boolean') fail('global', `must be true or false, got ${String(global)}`);
   if (handler !== undefined) checkFunction(handler, 'handler');
+  // From `redisUrl`, one client for every route's limiter, closed after all of them.
+  // The app's logger, the parent of every request.log, hears of store and breaker transitions.
+  const connection = connectOnce<Options>({ logger: fastify.log, ...given });
+  const base = connection.options;
   const limiters = new WeakMap<Options, RouteLimiter>();
   const built: RouteLimiter[] = [];
 
@@ -78,7 +81,17 @@ const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fast
     return reply;
   }
 
-  if (global) build(base);
+  fastify.addHook('onClose', async function closeSentinel() {
+    await Promise.all(built.map((limiter) => limiter.close()));
+    await connection.close();
+  });
+  try {
+    if (global) build(base);
+  } catch (error) {
+    // The app never starts, and may never be closed: the client is closed here.
+    void connection.close();
+    throw error;
+  }
   // Decorated up front, so every request has the property: undefined until a limit decides.
   fastify.decorateRequest('rateLimit', undefined);
   fastify.decorate('rateLimit', function rateLimit(own?: Options): RateLimitHook {
@@ -97,9 +110,6 @@ const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fast
   fastify.addHook(hook as 'onRequest', async function sentinelHook(request, reply) {
     const limiter = routeLimiter(request.routeOptions.config?.rateLimit);
     if (limiter) return limit(limiter, request, reply);
-  });
-  fastify.addHook('onClose', async function closeSentinel() {
-    await Promise.all(built.map((limiter) => limiter.close()));
   });
 };
 

@@ -2,12 +2,14 @@
 import {
   createHttpLimiter,
   type Decision,
+  type HttpLimiter,
   type HttpLimiterOptions,
   type Limiter,
 } from '@sentinel/core';
 import {
   adapterOptions,
   checkFunction,
+  connectOnce,
   handlerAnswers,
   routeLayering,
 } from '@sentinel/core/internal';
@@ -74,10 +76,18 @@ export interface RateLimitMiddleware extends Middleware {
  * @example app.use(rateLimit({ redis, tiers: { FREE: { limit: 10, window: '1m' } } }))
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
-  const resolved = adapterOptions(options, 'options', KOA_ONLY);
-  const { handler, ...httpOptions } = resolved;
-  if (handler !== undefined) checkFunction(handler, 'handler');
-  const http = createHttpLimiter<Context, undefined>(httpOptions);
+  const given = adapterOptions(options, 'options', KOA_ONLY);
+  if (given.handler !== undefined) checkFunction(given.handler, 'handler');
+  // From `redisUrl`, one client for this middleware and every one its route() makes.
+  const connection = connectOnce(given);
+  const { handler, ...httpOptions } = connection.options;
+  let http: HttpLimiter<Context, undefined>;
+  try {
+    http = createHttpLimiter<Context, undefined>(httpOptions);
+  } catch (error) {
+    void connection.close();
+    throw error;
+  }
 
   async function sentinelRateLimit(ctx: Context, next: Next): Promise<void> {
     const verdict = await http.check(ctx);
@@ -94,6 +104,6 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     ctx.body = JSON.stringify(verdict.body);
   }
 
-  const layering = routeLayering(resolved, rateLimit, http.close);
+  const layering = routeLayering(connection.options, rateLimit, http.close, connection);
   return Object.assign(sentinelRateLimit, { limiter: http.limiter, ...layering });
 }
