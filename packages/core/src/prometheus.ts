@@ -44,7 +44,9 @@ const observers = new WeakMap<Registry, Map<string, Observer>>();
  * - `sentinel_store_up{server}`: 0 from a server's first failure until it answers again;
  * - `sentinel_breaker_open{server}`: 1 while the circuit breaker skips the server;
  * - `sentinel_near_limit_identities{tier}`: identities whose last decision, within
- *   `nearLimitWindowMs`, found them past `nearLimit` of a limit.
+ *   `nearLimitWindowMs`, found them past `nearLimit` of a limit;
+ * - `sentinel_late_refunds_total{tier,outcome}`: consumes answered degraded that Redis had
+ *   admitted all the same, given back (outcome refunded) or left taken (failed).
  *
  * @example
  * const registry = new Registry();
@@ -124,6 +126,12 @@ export function prometheusMetrics(
     labelNames: ['server'] as const,
     registers,
   });
+  const lateRefunds = new Counter({
+    name: `${prefix}late_refunds_total`,
+    help: 'Consumes answered degraded that the store had admitted all the same, by tier and by whether their cost was given back (refunded) or stays taken (failed).',
+    labelNames: ['tier', 'outcome'] as const,
+    registers,
+  });
   const near = new NearLimit(nearLimit, nearLimitWindowMs, maxTrackedIdentities);
   new Gauge({
     name: `${prefix}near_limit_identities`,
@@ -151,6 +159,9 @@ export function prometheusMetrics(
     },
     breaker({ server, state }) {
       breakerOpen.set({ server }, state === 'open' ? 1 : 0);
+    },
+    lateRefund({ tier, error }) {
+      lateRefunds.inc({ tier: tier ?? '', outcome: error === undefined ? 'refunded' : 'failed' });
     },
   };
   byPrefix.set(prefix, observer);

@@ -2,6 +2,7 @@
 // transitions seen once each, on a real Redis that goes down and comes back.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { uniquePrefix } from '../../../test/harness/clients.ts';
+import { holdReplies } from '../../../test/harness/late-reply.ts';
 import {
   clientOf,
   limiterOn,
@@ -17,6 +18,7 @@ import {
   type DecisionEvent,
   fingerprint,
   MemoryStore,
+  type Observer,
   type StoreErrorEvent,
   type StoreStateEvent,
 } from '../src/index.ts';
@@ -114,6 +116,7 @@ describe('observe', () => {
     [{ observe: 5 }, /`observe` must be an object with hooks/],
     [{ observe: { decisons() {} } }, /`observe\.decisons` is not a hook/],
     [{ observe: [{ decision: 'log' }] }, /`observe\[0\]\.decision` must be a function/],
+    [{ observe: { lateRefunds() {} } }, /`observe\.lateRefunds` is not a hook; .* lateRefund$/],
     [{ logger: {} }, /`logger\.info` must be a function/],
     [{ logger: console.log }, /`logger` must be a pino-compatible logger/],
   ])('refuses %o at construction, naming the option', (options, message) => {
@@ -191,5 +194,35 @@ describe('store and breaker transitions on a Redis that goes down and comes back
       ],
     ]);
     expect(warnings).toEqual([]);
+  });
+});
+
+describe('a consume admitted after the store gave up on it', () => {
+  it('is seen once as degraded, then once as a late refund, with its tier and cost', async () => {
+    const server = await ownServer();
+    const client = await readyClient(server, RECOMMENDED);
+    const { observer, decisions, storeErrors } = recorder();
+    const lateRefunds: Parameters<NonNullable<Observer['lateRefund']>>[0][] = [];
+    const { limiter, warmUp } = limiterOn(client, {
+      limit: undefined,
+      window: undefined,
+      tiers: { FREE: { limit: 10, window: '1h' }, PRO: { limit: 100, window: '1h' } },
+      observe: [observer, { lateRefund: (event) => void lateRefunds.push(event) }],
+    });
+    await warmUp();
+    decisions.length = 0;
+    // Redis runs the consume in time, but its reply comes 200 ms later: past the deadline.
+    const held = holdReplies(client, 200);
+    const decision = await limiter.consume('tenant', { tier: 'PRO', cost: 5 });
+    expect(decision.degraded).toBe('allow');
+    await held;
+    await waitFor(() => lateRefunds.length > 0);
+    expect(lateRefunds).toEqual([
+      { identity: 'tenant', tier: 'PRO', cost: 5, server: '', error: undefined },
+    ]);
+    // One decision, the degraded one: the refund is no decision.
+    expect(decisions.map((e) => e.outcome)).toEqual(['degraded']);
+    expect(storeErrors.map((e) => e.error.code)).toEqual(['STORE_TIMEOUT']);
+    expect((await limiter.peek('tenant', { tier: 'PRO' })).remaining).toBe(100);
   });
 });

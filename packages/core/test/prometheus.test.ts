@@ -1,6 +1,7 @@
 // @sentinel/core/prometheus: the metrics a scrape shows after real decisions and a real outage.
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { holdReplies } from '../../../test/harness/late-reply.ts';
 import {
   limiterOn,
   owned,
@@ -102,6 +103,35 @@ describe('prometheusMetrics', () => {
     await waitFor(async () => (await limiter.consume('user')).degraded === undefined, 10_000);
     expect(await sample(registry, 'sentinel_store_up{server=""}')).toBe(1);
     expect(await sample(registry, 'sentinel_breaker_open{server=""}')).toBe(0);
+  });
+
+  it('counts consumes admitted after the store gave up on them, given back or left taken', async () => {
+    const registry = new Registry();
+    const server = await ownServer();
+    const client = await readyClient(server, RECOMMENDED);
+    const { limiter, warmUp, errors } = limiterOn(client, {
+      tiers: { FREE: { limit: 10, window: '1h' } },
+      limit: undefined,
+      window: undefined,
+      observe: prometheusMetrics(registry),
+      breaker: false,
+    });
+    await warmUp();
+    const line = (outcome: string) =>
+      `sentinel_late_refunds_total{tier="FREE",outcome="${outcome}"}`;
+    expect(await sample(registry, line('refunded'))).toBeUndefined();
+    // Redis runs each consume in time, and its reply comes 200 ms later: past the deadline.
+    let held = holdReplies(client, 200);
+    expect((await limiter.consume('user')).degraded).toBe('allow');
+    await held;
+    await waitFor(async () => (await sample(registry, line('refunded'))) === 1);
+    // Then a consume whose refund is answered late too: it failed, as far as anyone knows.
+    held = holdReplies(client, 200, 2);
+    expect((await limiter.consume('user')).degraded).toBe('allow');
+    await held;
+    await waitFor(async () => (await sample(registry, line('failed'))) === 1);
+    expect(await sample(registry, line('refunded'))).toBe(1);
+    expect(errors.map((error) => error.code)).toEqual(Array(3).fill('STORE_TIMEOUT'));
   });
 
   it.each([

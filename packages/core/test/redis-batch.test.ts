@@ -8,9 +8,16 @@ import {
   scriptCalls,
   scriptCallsSinceLastLook,
 } from '../../../test/harness/connection-checks.ts';
+import { holdReplies } from '../../../test/harness/late-reply.ts';
 import { clientOf, owned, ownServer, scriptsOnlyUrl } from '../../../test/harness/own-redis.ts';
 import { failOnError } from '../../../test/harness/store-errors.ts';
-import { createLimiter, type LimiterOptions, type SentinelError } from '../src/index.ts';
+import { waitFor } from '../../../test/harness/wait-for.ts';
+import {
+  createLimiter,
+  type LimiterOptions,
+  type Observer,
+  type SentinelError,
+} from '../src/index.ts';
 import { MAX_BATCH } from '../src/redis-batch.ts';
 import { type ScriptName, scripts } from '../src/scripts.generated.ts';
 
@@ -235,5 +242,87 @@ describe('batching on Redis', () => {
     // Requests of a tier with two algorithms, or of tiers with different ones, need them all.
     expect((await burst((i) => (i % 2 ? 'PRO' : 'FREE'))).every((d) => d.allowed)).toBe(true);
     expect(await loaded('batch')).toBe(true);
+  });
+
+  // Redis ran the batch in time, but its reply came after the 50 ms deadline: the callers were
+  // answered degraded, so what the batch took goes back, once per consume it admitted.
+  describe('a batch whose reply comes after the store gave up on it', () => {
+    async function heldBatch(options: Partial<LimiterOptions> = {}) {
+      const server = await ownServer();
+      const client = clientOf(server.url);
+      const errors: SentinelError[] = [];
+      const refunds: Parameters<NonNullable<Observer['lateRefund']>>[0][] = [];
+      const limiter = owned(
+        createLimiter({
+          redis: client,
+          prefix: uniquePrefix('batch'),
+          limit: 10,
+          window: '1h',
+          onError: (error) => void errors.push(error),
+          observe: { lateRefund: (event) => void refunds.push(event) },
+          ...options,
+        }),
+      );
+      await Promise.all([limiter.peek('warm-up'), limiter.peek('warm-up')]);
+      return { client, errors, refunds, limiter };
+    }
+
+    it('gives back each consume it admitted, and nothing for its peek or refusal', async () => {
+      const { client, errors, refunds, limiter } = await heldBatch({ limit: 3 });
+      // Two of three taken in time: the batch admits one more, then refuses.
+      await Promise.all([limiter.consume('tenant'), limiter.consume('tenant')]);
+      const held = holdReplies(client, 200);
+      const decisions = await Promise.all([
+        limiter.consume('tenant'),
+        limiter.peek('tenant'),
+        limiter.consume('tenant'),
+        limiter.consume('other', { cost: 2 }),
+      ]);
+      expect(decisions.map((d) => d.degraded)).toEqual(['allow', 'allow', 'allow', 'allow']);
+      expect(errors.map((e) => e.code)).toEqual(Array(4).fill('STORE_TIMEOUT'));
+      await held;
+      await waitFor(() => refunds.length === 2, 5_000, 'two late refunds');
+      expect(refunds).toEqual([
+        { identity: 'tenant', tier: undefined, cost: 1, server: '', error: undefined },
+        { identity: 'other', tier: undefined, cost: 2, server: '', error: undefined },
+      ]);
+      // The four timeouts opened the breaker; the refunds went all the same, and closed it.
+      const after = await limiter.peek('tenant');
+      expect([after.degraded, after.remaining]).toEqual([undefined, 1]);
+      expect((await limiter.peek('other')).remaining).toBe(3);
+      // No refund failed, and nothing was given back twice.
+      await sleep(100);
+      expect(errors).toHaveLength(4);
+      expect(refunds).toHaveLength(2);
+    });
+
+    it('gives back a consume sent alone, on a caller clock', async () => {
+      const { client, refunds, limiter } = await heldBatch({ clock: () => Date.now() });
+      expect((await limiter.consume('tenant')).remaining).toBe(9);
+      const held = holdReplies(client, 200);
+      expect((await limiter.consume('tenant', { cost: 3 })).degraded).toBe('allow');
+      await held;
+      await waitFor(() => refunds.length === 1, 5_000, 'a late refund');
+      expect(refunds[0]).toMatchObject({ cost: 3, error: undefined });
+      expect((await limiter.peek('tenant')).remaining).toBe(9);
+    });
+
+    it('sends the refund once, and reports it when it too is given up on', async () => {
+      // Four timeouts would open the breaker, and a peek would then be answered without Redis.
+      const { client, errors, refunds, limiter } = await heldBatch({ breaker: false });
+      expect((await limiter.consume('tenant')).remaining).toBe(9);
+      // The consume, then its refund, each answered late.
+      const held = holdReplies(client, 200, 2);
+      await Promise.all([limiter.consume('tenant'), limiter.consume('tenant')]);
+      await held;
+      await waitFor(() => refunds.length === 2, 5_000, 'two late refunds');
+      for (const { error } of refunds) {
+        expect(error?.code).toBe('STORE_TIMEOUT');
+        expect(error?.message).toMatch(/admitted after all, and giving back its cost of 1 failed/);
+      }
+      expect(errors.slice(2)).toEqual(refunds.map((refund) => refund.error));
+      // Redis ran the refunds, late: they were not sent again, so each gave back once.
+      expect((await limiter.peek('tenant')).remaining).toBe(9);
+    });
   });
 });

@@ -1,6 +1,9 @@
 // Refunds, penalties and the penalty box, on every store and algorithm: quota given back only as
 // taken and only into the window charged, quota taken past the limit, and a box that holds.
 import { afterEach, describe, expect, it } from 'vitest';
+import { uniquePrefix } from '../../../test/harness/clients.ts';
+import { holdReplies } from '../../../test/harness/late-reply.ts';
+import { clientOf, owned, ownServer } from '../../../test/harness/own-redis.ts';
 import {
   ALGORITHMS,
   type Algorithm,
@@ -8,6 +11,7 @@ import {
   type Limiter,
   MemoryStore,
   type PolicyOptions,
+  type SentinelError,
 } from '../src/index.ts';
 import { type Clock, limiterOn, manualClock, STORES } from './stores.ts';
 
@@ -155,5 +159,58 @@ describe('refund', () => {
     const decision = await limits.consume('user');
     await expect(limits.refund('user', { decision, cost: 0 })).rejects.toThrow(/`cost`/);
     await expect(limits.penalize('user', { cost: -1 })).rejects.toThrow(/`cost`/);
+  });
+});
+
+// Redis ran the call in time, but its reply came after the 50 ms deadline: the call rejected,
+// yet it happened.
+describe('a refund or a penalty whose reply comes after the store gave up on it', () => {
+  async function heldLimiter() {
+    const server = await ownServer();
+    const client = clientOf(server.url);
+    const errors: SentinelError[] = [];
+    const lateRefunds: unknown[] = [];
+    const limits = owned(
+      createLimiter({
+        redis: client,
+        prefix: uniquePrefix('late'),
+        limit: 10,
+        window: '1h',
+        onError: (error) => void errors.push(error),
+        observe: { lateRefund: (event) => void lateRefunds.push(event) },
+      }),
+    );
+    await limits.peek('warm-up');
+    return { client, errors, lateRefunds, limits };
+  }
+
+  it('counts a refund that rejected but ran as given back: the decision has no more to give', async () => {
+    const { client, lateRefunds, limits } = await heldLimiter();
+    const first = await limits.consume('user');
+    await limits.consume('user');
+    const held = holdReplies(client, 200);
+    await expect(limits.refund('user', { decision: first })).rejects.toMatchObject({
+      code: 'STORE_TIMEOUT',
+    });
+    await held;
+    // Redis gave the unit back, and the late reply took it off the decision again.
+    expect((await limits.peek('user')).remaining).toBe(9);
+    expect(await limits.refund('user', { decision: first })).toBe(false);
+    expect((await limits.peek('user')).remaining).toBe(9);
+    // It gave back a consume that was answered admitted: no refund of its own.
+    expect(lateRefunds).toEqual([]);
+  });
+
+  it('keeps a penalty that rejected but ran: the caller asked for it', async () => {
+    const { client, errors, lateRefunds, limits } = await heldLimiter();
+    const held = holdReplies(client, 200);
+    await expect(limits.penalize('user', { cost: 3 })).rejects.toMatchObject({
+      code: 'STORE_TIMEOUT',
+    });
+    await held;
+    expect((await limits.peek('user')).remaining).toBe(7);
+    expect(lateRefunds).toEqual([]);
+    // The rejection told the caller; nothing more was reported.
+    expect(errors).toEqual([]);
   });
 });
