@@ -143,6 +143,19 @@ describe('the admin routes', () => {
     }
   });
 
+  it('read through the limiters requests count with, yet add no decisions to the metrics', async () => {
+    const { url } = await startGateway({ SENTINEL_ADMIN_TOKEN: TOKEN });
+    expect(await statuses(url, 2, FREE)).toEqual([200, 200]);
+    for (let i = 0; i < 3; i++) {
+      expect((await quota(url, 'demo-free-key')).policies[0]?.remaining).toBe(8);
+    }
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toContain(
+      'sentinel_decisions_total{tier="FREE",policy="free-minute",outcome="allowed"} 2',
+    );
+    expect(metrics).toMatch(/^sentinel_store_duration_seconds_count 2$/m);
+  });
+
   it('are off without a token: the path is the upstream’s like any other', async () => {
     const { url } = await startGateway();
     const response = await fetch(`${url}/_sentinel/identities/demo-free-key`, {

@@ -2,7 +2,14 @@
 import httpProxy from '@fastify/http-proxy';
 import type { IoredisLikeClient } from '@sentinel/core';
 import { prometheusMetrics } from '@sentinel/core/prometheus';
-import { byApiKey, byIp, chain, createRedisClient, sentinel } from '@sentinel/fastify';
+import {
+  byApiKey,
+  byIp,
+  chain,
+  createRedisClient,
+  type Observer,
+  sentinel,
+} from '@sentinel/fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loggedUrl, UNLIMITED } from './admin-access.ts';
@@ -78,7 +85,7 @@ export async function buildGateway(config: GatewayConfig & { upstream: string })
         );
       },
       observe: [
-        prometheusMetrics(registry),
+        consumedOnly(prometheusMetrics(registry)),
         {
           breaker({ server, state }) {
             if (state === 'open') breakers.add(server);
@@ -108,14 +115,11 @@ export async function buildGateway(config: GatewayConfig & { upstream: string })
 
     if (config.adminToken !== undefined || stats) {
       const inspector = new QuotaInspector({
-        limiter: config.limiter,
-        redis,
-        groups: [...new Set(config.routes.flatMap(({ group }) => (group ? [group] : [])))],
+        limiters: app.sentinel,
+        tierNames: Object.keys(config.limiter.tiers ?? {}),
         identifyApiKey,
         apiKeyHeader: API_KEY_HEADER,
-        logger: app.log,
       });
-      app.addHook('onClose', () => inspector.close());
       if (config.adminToken !== undefined) registerAdminRoutes(app, inspector, config.adminToken);
       if (stats) {
         // Open on loopback, where only this machine reaches it; behind the token elsewhere.
@@ -157,6 +161,21 @@ export async function buildGateway(config: GatewayConfig & { upstream: string })
     async close() {
       await app.close();
       await redis?.quit().catch(() => redis.disconnect());
+    },
+  };
+}
+
+/**
+ * The admin routes and the status page peek through the plugin's limiters, whose observers see
+ * every decision: a peek is the operator looking, not traffic, so the metrics count consumes only.
+ */
+function consumedOnly(observer: Observer): Observer {
+  const { decision } = observer;
+  if (!decision) return observer;
+  return {
+    ...observer,
+    decision(event) {
+      if (event.consumed) decision.call(observer, event);
     },
   };
 }

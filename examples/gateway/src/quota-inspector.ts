@@ -1,15 +1,6 @@
-// Reads and resets an API key's quotas in the state the gateway's limits keep: same store, prefix, tiers, groups.
-import {
-  createHttpLimiter,
-  type Decision,
-  formatWindow,
-  type Identifier,
-  type Limiter,
-  type Logger,
-  type RedisClient,
-  storageIdentity,
-} from '@sentinel/core';
-import type { LimiterSettings } from './config.ts';
+// Reads and resets an API key's quotas through the very limiters the gateway's routes count with.
+import { type Decision, formatWindow, type Identifier, storageIdentity } from '@sentinel/core';
+import type { SentinelLimiters } from '@sentinel/fastify';
 import { identityDigest } from './decision-stats.ts';
 
 /** One policy's quota, as the admin routes answer it. */
@@ -37,14 +28,13 @@ export interface TierView {
 }
 
 export interface QuotaInspectorOptions {
-  limiter: LimiterSettings;
-  redis: RedisClient | undefined;
-  /** The groups of the configured routes. */
-  groups: readonly string[];
+  /** The plugin's limiters, `app.sentinel`: its own, and one per route group. */
+  limiters: SentinelLimiters;
+  /** The names of the configured tiers, for the status page. */
+  tierNames: readonly string[];
   /** The identifier the request path runs for API keys, and the header it reads them from. */
   identifyApiKey: Identifier;
   apiKeyHeader: string;
-  logger: Logger;
 }
 
 /** A key's state is ambiguous while the store fails: the inspector says so rather than guess. */
@@ -53,46 +43,20 @@ export class StoreUnavailableError extends Error {
 }
 
 /**
- * The plugin keeps its limiters to itself, so the inspector builds its own over the same
- * options: the same store (the process's shared memory store, or the same Redis client), prefix,
- * tiers and groups give the same keys, and so the same state. It has no observers, so its peeks
- * are not counted as traffic.
+ * Peeks and resets through the plugin's own limiters, so that it reads the keys requests write,
+ * by construction: the same store and client, prefix, tiers and groups. The limiters of the
+ * groups are read when asked for, since the routes that make them are added after this.
  */
 export class QuotaInspector {
-  readonly #main: Limiter;
-  readonly #groups: ReadonlyMap<string, Limiter>;
+  readonly #limiters: SentinelLimiters;
   readonly #tierNames: readonly string[];
   readonly #identify: (apiKey: string) => ReturnType<Identifier>;
-  readonly #close: () => Promise<unknown>;
   #tiers: Promise<TierView[]> | undefined;
 
-  constructor({
-    limiter,
-    redis,
-    groups,
-    identifyApiKey,
-    apiKeyHeader,
-    logger,
-  }: QuotaInspectorOptions) {
-    // `headers` belongs to the HTTP layer; the rest decides which keys hold a key's state.
-    const { tiers, defaultTier, prefix, timeout } = limiter;
-    const build = (group?: string) =>
-      createHttpLimiter({
-        tiers,
-        defaultTier,
-        prefix,
-        ...(redis && { timeout }),
-        redis,
-        group,
-        logger,
-      });
-    const main = build();
-    const byGroup = new Map(groups.map((group) => [group, build(group)]));
-    this.#main = main.limiter;
-    this.#groups = new Map([...byGroup].map(([group, http]) => [group, http.limiter]));
-    this.#tierNames = Object.keys(tiers ?? {});
+  constructor({ limiters, tierNames, identifyApiKey, apiKeyHeader }: QuotaInspectorOptions) {
+    this.#limiters = limiters;
+    this.#tierNames = tierNames;
     this.#identify = (apiKey) => identifyApiKey({ headers: { [apiKeyHeader]: apiKey } });
-    this.#close = () => Promise.all([main, ...byGroup.values()].map((http) => http.close()));
   }
 
   /** The key's quotas now, or undefined for a key nobody issued. */
@@ -101,11 +65,12 @@ export class QuotaInspector {
     if (identity === undefined) return undefined;
     // What the request path consumes with: the tier, and a tenant's own policies if it has them.
     const options = { tier: identity.tier, policies: identity.policies };
+    const groups = this.#limiters.groups;
     const [main, ...grouped] = await Promise.all([
-      this.#main.peek(identity.key, options),
-      ...[...this.#groups.values()].map((limiter) => limiter.peek(identity.key, options)),
+      this.#limiters.limiter.peek(identity.key, options),
+      ...[...groups.values()].map((limiter) => limiter.peek(identity.key, options)),
     ]);
-    const groupNames = [...this.#groups.keys()];
+    const groupNames = [...groups.keys()];
     return {
       identity: identityDigest(storageIdentity(identity.key)),
       tier: (main as Decision).tier,
@@ -121,7 +86,7 @@ export class QuotaInspector {
     const identity = await this.#identityOf(apiKey);
     if (identity === undefined) return false;
     const options = { tier: identity.tier, policies: identity.policies };
-    const limiters = [this.#main, ...this.#groups.values()];
+    const limiters = [this.#limiters.limiter, ...this.#limiters.groups.values()];
     await Promise.all(limiters.map((limiter) => limiter.reset(identity.key, options)));
     return true;
   }
@@ -133,7 +98,7 @@ export class QuotaInspector {
   tiers(): Promise<TierView[]> {
     this.#tiers ??= Promise.all(
       this.#tierNames.map(async (name) => {
-        const decision = await this.#main.peek('status-page', { tier: name });
+        const decision = await this.#limiters.limiter.peek('status-page', { tier: name });
         return {
           name,
           policies: decision.policies.map((p) => ({
@@ -146,10 +111,6 @@ export class QuotaInspector {
       }),
     );
     return this.#tiers;
-  }
-
-  close(): Promise<unknown> {
-    return this.#close();
   }
 
   /** The identity the request path gives this key, found by the request path's own identifier. */

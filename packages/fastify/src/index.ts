@@ -6,6 +6,7 @@ export type {
   RefusalHandler,
   RouteRateLimitOptions,
   SentinelHook,
+  SentinelLimiters,
   SentinelOptions,
 } from './types.ts';
 export { SENTINEL_HOOKS } from './types.ts';

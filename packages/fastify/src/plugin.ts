@@ -1,5 +1,5 @@
 // The Fastify plugin: one request hook limits each route by its own options or the plugin's.
-import { createHttpLimiter, type HttpLimiter } from '@sentinel/core';
+import { createHttpLimiter, type HttpLimiter, type Limiter } from '@sentinel/core';
 import {
   adapterOptions,
   checkFunction,
@@ -16,6 +16,7 @@ import {
   type RateLimitHook,
   type RouteRateLimitOptions,
   SENTINEL_HOOKS,
+  type SentinelLimiters,
   type SentinelOptions,
 } from './types.ts';
 
@@ -44,14 +45,19 @@ const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fast
   const base = connection.options;
   const limiters = new WeakMap<Options, RouteLimiter>();
   const built: RouteLimiter[] = [];
+  const groups = new Map<string, Limiter>();
 
   /** One limiter per options object, so a GET and its HEAD route share theirs. */
   function build(own: Options): RouteLimiter {
     let limiter = limiters.get(own);
     if (limiter) return limiter;
-    limiter = createHttpLimiter(own === base ? base : mergeHttpLimiterOptions(base, own));
+    const merged = own === base ? base : mergeHttpLimiterOptions(base, own);
+    limiter = createHttpLimiter(merged);
     limiters.set(own, limiter);
     built.push(limiter);
+    if (merged.group !== undefined && !groups.has(merged.group)) {
+      groups.set(merged.group, limiter.limiter);
+    }
     return limiter;
   }
 
@@ -92,6 +98,13 @@ const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fast
     void connection.close();
     throw error;
   }
+  const limitersOf: SentinelLimiters = {
+    get limiter() {
+      return build(base).limiter;
+    },
+    groups,
+  };
+  fastify.decorate('sentinel', limitersOf);
   // Decorated up front, so every request has the property: undefined until a limit decides.
   fastify.decorateRequest('rateLimit', undefined);
   fastify.decorate('rateLimit', function rateLimit(own?: Options): RateLimitHook {

@@ -1,11 +1,12 @@
 // Public types of @sentinel/fastify, and what the plugin adds to Fastify's own types.
-import type { Decision, HttpLimiterOptions } from '@sentinel/core';
+import type { Decision, HttpLimiterOptions, Limiter } from '@sentinel/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /**
  * Options a route's `config.rateLimit` or `app.rateLimit()` merges over the plugin's. A route that
- * names its own policies (`policies`, `tiers`, or `limit`/`window`/`algorithm`) or its own
- * `store`/`redis` replaces the plugin's rather than combining with them.
+ * names its own policies (`policies`, `tiers`, or a policy's fields such as `limit` at the top
+ * level) or its own `store`/`redis`/`redisUrl` replaces the plugin's rather than combining with
+ * them.
  * @example { group: 'search', cost: 5 }
  */
 export type RouteRateLimitOptions = HttpLimiterOptions<FastifyRequest, FastifyReply>;
@@ -44,6 +45,27 @@ export interface SentinelOptions extends HttpLimiterOptions<FastifyRequest, Fast
   handler?: RefusalHandler;
 }
 
+/**
+ * The plugin's limiters, as `app.sentinel`: to `peek` at or `reset` an identity in the very
+ * budgets requests count against, over the same store, without building a limiter of your own.
+ * @example await app.sentinel.limiter.reset(`key:${tenant}`)
+ */
+export interface SentinelLimiters {
+  /**
+   * The limiter of the plugin's own options, which every route without options of its own
+   * counts against. With `global: false` it is built when first read, and throws then the
+   * TypeError that options without policies get.
+   */
+  readonly limiter: Limiter;
+  /**
+   * Each route group's limiter, by group: the limiter of the first route (`config.rateLimit`
+   * or `app.rateLimit()`) that named the group, or of the plugin's own `group`. Routes of one
+   * group share one budget, so any of them reads it. Filled as routes are added: complete once
+   * the app is ready.
+   */
+  readonly groups: ReadonlyMap<string, Limiter>;
+}
+
 /** A hook for a route's `onRequest` or `preHandler`, made by `app.rateLimit()`. */
 export type RateLimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
@@ -59,6 +81,8 @@ declare module 'fastify' {
      * @example app.get('/export', { preHandler: app.rateLimit({ cost: 10 }) }, handler)
      */
     rateLimit(options?: RouteRateLimitOptions): RateLimitHook;
+    /** The plugin's limiters, for `peek` and `reset`. */
+    readonly sentinel: SentinelLimiters;
   }
   interface FastifyRequest {
     /**
