@@ -32,7 +32,9 @@ export interface RedisStoreOptions {
    * server has lately kept the process waiting long for replies, as on a machine short of CPU,
    * the deadline stretches up to twice this. A backstop of 10 × `timeout` in wall time still
    * gives up on a hung Redis when the process never idles. Redis does nothing with a call that
-   * reaches it after its deadline, so a call given up on never consumes quota late.
+   * reaches it after its deadline, so a call given up on never consumes quota late; one that Redis
+   * ran just before, whose reply came after it, is handed to its request (see StoreRequest.late),
+   * and the limiter gives back what it took.
    * @default 50
    */
   timeout?: number;
