@@ -118,7 +118,6 @@ export async function buildGateway(config: GatewayConfig & { upstream: string })
         limiters: app.sentinel,
         tierNames: Object.keys(config.limiter.tiers ?? {}),
         identifyApiKey,
-        apiKeyHeader: API_KEY_HEADER,
       });
       if (config.adminToken !== undefined) registerAdminRoutes(app, inspector, config.adminToken);
       if (stats) {

@@ -1,5 +1,5 @@
 // Reads and resets an API key's quotas through the very limiters the gateway's routes count with.
-import { type Decision, formatWindow, type Identifier, storageIdentity } from '@sentinel/core';
+import { type ApiKeyIdentifier, type Decision, formatWindow, storageIdentity } from '@sentinel/core';
 import type { SentinelLimiters } from '@sentinel/fastify';
 import { identityDigest } from './decision-stats.ts';
 
@@ -32,9 +32,8 @@ export interface QuotaInspectorOptions {
   limiters: SentinelLimiters;
   /** The names of the configured tiers, for the status page. */
   tierNames: readonly string[];
-  /** The identifier the request path runs for API keys, and the header it reads them from. */
-  identifyApiKey: Identifier;
-  apiKeyHeader: string;
+  /** The identifier the request path runs for API keys: it names a key's identity. */
+  identifyApiKey: ApiKeyIdentifier;
 }
 
 /** A key's state is ambiguous while the store fails: the inspector says so rather than guess. */
@@ -50,13 +49,13 @@ export class StoreUnavailableError extends Error {
 export class QuotaInspector {
   readonly #limiters: SentinelLimiters;
   readonly #tierNames: readonly string[];
-  readonly #identify: (apiKey: string) => ReturnType<Identifier>;
+  readonly #identifyApiKey: ApiKeyIdentifier;
   #tiers: Promise<TierView[]> | undefined;
 
-  constructor({ limiters, tierNames, identifyApiKey, apiKeyHeader }: QuotaInspectorOptions) {
+  constructor({ limiters, tierNames, identifyApiKey }: QuotaInspectorOptions) {
     this.#limiters = limiters;
     this.#tierNames = tierNames;
-    this.#identify = (apiKey) => identifyApiKey({ headers: { [apiKeyHeader]: apiKey } });
+    this.#identifyApiKey = identifyApiKey;
   }
 
   /** The key's quotas now, or undefined for a key nobody issued. */
@@ -115,7 +114,7 @@ export class QuotaInspector {
 
   /** The identity the request path gives this key, found by the request path's own identifier. */
   async #identityOf(apiKey: string) {
-    const found = await this.#identify(apiKey);
+    const found = await this.#identifyApiKey.identityOf(apiKey);
     if (found === null || found === undefined || found === 'unauthorized') return undefined;
     return found;
   }
