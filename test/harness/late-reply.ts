@@ -1,6 +1,6 @@
 // Makes Redis answer a script call late although it ran it in time: a busy script sent right
 // behind it on the same connection holds back both replies.
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { vi } from 'vitest';
 
 /** Spins for ARGV[1] ms: Redis reads nothing and writes no reply meanwhile. */
@@ -12,6 +12,17 @@ while true do
   if now[1] * 1000000 + now[2] >= stop then return 0 end
 end`;
 
+/** Where the busy script goes, and who hears that it went. */
+export interface HoldOptions {
+  /**
+   * The connection the calls leave on: `client` itself, or for a Cluster the master's connection
+   * that serves their slot (one of `cluster.nodes('master')`).
+   */
+  connection?: Redis;
+  /** Called as each held call and its busy script leave. */
+  onHold?: () => void;
+}
+
 /**
  * Holds back the reply to each of the next `count` script calls (FCALL, EVALSHA) on `client` for
  * `ms`. Redis runs the call at once, with its expiry still ahead, and then, in the same read of
@@ -20,7 +31,12 @@ end`;
  * what a Redis stopped between running a call and answering it does. Resolves once the last
  * held reply has come.
  */
-export function holdReplies(client: Redis, ms: number, count = 1): Promise<void> {
+export function holdReplies(
+  client: Redis | Cluster,
+  ms: number,
+  count = 1,
+  { connection = client as Redis, onHold }: HoldOptions = {},
+): Promise<void> {
   let done!: () => void;
   let failed!: (error: unknown) => void;
   const held = new Promise<void>((resolve, reject) => {
@@ -34,10 +50,11 @@ export function holdReplies(client: Redis, ms: number, count = 1): Promise<void>
     if (left === 0) return send();
     left--;
     // Corked, the call and the busy script leave in one write, and Redis reads them together.
-    client.stream.cork();
+    connection.stream.cork();
     const reply = send();
-    const busy = client.eval(BUSY, 0, String(ms));
-    process.nextTick(() => client.stream.uncork());
+    const busy = connection.eval(BUSY, 0, String(ms));
+    process.nextTick(() => connection.stream.uncork());
+    onHold?.();
     if (left === 0) {
       vi.mocked(client.fcall).mockRestore();
       vi.mocked(client.evalsha).mockRestore();
@@ -45,9 +62,10 @@ export function holdReplies(client: Redis, ms: number, count = 1): Promise<void>
     }
     return reply;
   }
-  vi.spyOn(client, 'fcall').mockImplementation(((...args: Parameters<Redis['fcall']>) =>
+  vi.spyOn(client as Redis, 'fcall').mockImplementation(((...args: Parameters<Redis['fcall']>) =>
     hold(() => fcall(...args))) as never);
-  vi.spyOn(client, 'evalsha').mockImplementation(((...args: Parameters<Redis['evalsha']>) =>
-    hold(() => evalsha(...args))) as never);
+  vi.spyOn(client as Redis, 'evalsha').mockImplementation(((
+    ...args: Parameters<Redis['evalsha']>
+  ) => hold(() => evalsha(...args))) as never);
   return held;
 }

@@ -42,13 +42,16 @@ export interface Limiter {
    * left of the decision's) goes back, never past a full limit. For requests that should not
    * count after all, such as successful logins. Resolves true once given back; false, with no
    * store call, for a decision that was refused, degraded, a peek's, or already given back.
-   * Rejects with a SentinelError when the store fails, and then gave back nothing.
+   * Rejects with a SentinelError when the store fails, and then gave back nothing, unless Redis
+   * ran it just before the store gave up on it: its late reply then marks the units given back,
+   * so that a later refund of the decision does not give them again.
    */
   refund(key: string, options: RefundOptions): Promise<boolean>;
   /**
    * Takes `cost` more from every policy of the tier (or `policies`), whatever is left, for a
    * failed CAPTCHA, say: the identity then waits longer. Resolves with what a peek would decide
-   * afterwards; rejects with a SentinelError when the store fails.
+   * afterwards; rejects with a SentinelError when the store fails (though Redis may have taken
+   * the penalty just before the store gave up on it: a retry may then take it twice).
    */
   penalize(key: string, options?: ConsumeOptions): Promise<Decision>;
   /**
@@ -457,15 +460,18 @@ async function penalize(
 
 /**
  * Sends a penalty or a refund: through the breaker (`gated`), failing with a SentinelError, never
- * degraded. A refund of a consume admitted late is not gated: the server it goes to has just
- * answered, and an open breaker would leave the consume's cost taken for good.
+ * degraded. A refund of a consume admitted late neither waits for the breaker nor moves it: the
+ * server it goes to has just answered, an open breaker would leave the consume's cost taken for
+ * good, and the breaker's cool-down is for the decisions, which it keeps off a failing server.
  */
 async function adjust(parts: Parts, request: IdentityRequest, gated = true): Promise<StoreReply> {
   const { store, breakers } = parts;
-  const breaker = parts.breaker ?? breakers?.of(store.serverOf?.(request.keys) ?? '');
+  const breaker = gated
+    ? (parts.breaker ?? breakers?.of(store.serverOf?.(request.keys) ?? ''))
+    : undefined;
   request.sentAt = Date.now();
   request.lateListener = parts.late;
-  if (gated && breaker && !breaker.allow(request.sentAt)) {
+  if (breaker && !breaker.allow(request.sentAt)) {
     throw new SentinelError(
       'STORE_UNAVAILABLE',
       'The circuit breaker is open: the store is failing',
