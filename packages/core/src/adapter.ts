@@ -23,6 +23,7 @@ export {
   type IdentifyResult,
   type Identity,
   type IpOptions,
+  type LateRefundEvent,
   LIMITER_CLIENT_OPTIONS,
   type Limiter,
   type Logger,

@@ -51,6 +51,7 @@ export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
 export type {
   BreakerEvent,
   DecisionEvent,
+  LateRefundEvent,
   Logger,
   Observer,
   StoreErrorEvent,
