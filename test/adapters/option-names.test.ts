@@ -6,6 +6,7 @@ import * as fastify from '../../packages/fastify/src/index.ts';
 import { Fastify } from '../../packages/fastify/test/framework.ts';
 import * as koa from '../../packages/koa/src/index.ts';
 import { Koa, serve as serveKoa } from '../../packages/koa/test/apps.ts';
+import { CONSTRUCT } from './construct.ts';
 
 /** An app of each adapter limiting GET / with `options`; each request answers 200 when admitted. */
 const APPS = {
@@ -36,21 +37,6 @@ const APPS = {
   },
 };
 const NAMES = Object.keys(APPS) as (keyof typeof APPS)[];
-
-/** Builds each adapter with `options`: the message of the TypeError it throws. */
-const CONSTRUCT = {
-  express: async (options: unknown) => void express.rateLimit(options as never),
-  koa: async (options: unknown) => void koa.rateLimit(options as never),
-  fastify: async (options: unknown) => {
-    const app = Fastify();
-    try {
-      await app.register(fastify.sentinel, options as never);
-      await app.ready();
-    } finally {
-      await app.close().catch(() => {});
-    }
-  },
-};
 
 async function failure(name: keyof typeof CONSTRUCT, options: unknown): Promise<string> {
   try {

@@ -9,6 +9,7 @@ import * as fastify from '../../packages/fastify/src/index.ts';
 import { Fastify } from '../../packages/fastify/test/framework.ts';
 import * as koa from '../../packages/koa/src/index.ts';
 import { Koa, serve as serveKoa } from '../../packages/koa/test/apps.ts';
+import { CONSTRUCT } from './construct.ts';
 
 /** Each adapter's own exports; everything else it exports comes from core. */
 const ADAPTERS = [
@@ -53,21 +54,6 @@ describe('the three adapters', () => {
     );
   });
 });
-
-/** Builds each adapter with `options`: the message of the TypeError it throws, or undefined. */
-const CONSTRUCT = {
-  express: async (options: unknown) => void express.rateLimit(options as never),
-  koa: async (options: unknown) => void koa.rateLimit(options as never),
-  fastify: async (options: unknown) => {
-    const app = Fastify();
-    try {
-      await app.register(fastify.sentinel, options as never);
-      await app.ready();
-    } finally {
-      await app.close().catch(() => {});
-    }
-  },
-};
 
 async function failure(build: (options: unknown) => Promise<void>, options: unknown) {
   try {

@@ -1,0 +1,20 @@
+// Builds each adapter with options and nothing else, for the suites that check what it refuses.
+import * as express from '../../packages/express/src/index.ts';
+import * as fastify from '../../packages/fastify/src/index.ts';
+import { Fastify } from '../../packages/fastify/test/framework.ts';
+import * as koa from '../../packages/koa/src/index.ts';
+
+/** Each adapter built with `options`, unchecked: it rejects with what construction throws. */
+export const CONSTRUCT = {
+  express: async (options: unknown) => void express.rateLimit(options as never),
+  koa: async (options: unknown) => void koa.rateLimit(options as never),
+  fastify: async (options: unknown) => {
+    const app = Fastify();
+    try {
+      await app.register(fastify.sentinel, options as never);
+      await app.ready();
+    } finally {
+      await app.close().catch(() => {});
+    }
+  },
+};
