@@ -1,5 +1,10 @@
 // Reads and resets an API key's quotas through the very limiters the gateway's routes count with.
-import { type ApiKeyIdentifier, type Decision, formatWindow, storageIdentity } from '@sentinel/core';
+import {
+  type ApiKeyIdentifier,
+  type Decision,
+  formatWindow,
+  storageIdentity,
+} from '@sentinel/core';
 import type { SentinelLimiters } from '@sentinel/fastify';
 import { identityDigest } from './decision-stats.ts';
 
