@@ -6,9 +6,9 @@ import { defineConfig } from 'vitest/config';
 // means to prove the limiter against, and two of them at once on a 2-core machine would starve
 // Redis itself, which no deadline can tell from a hung one.
 const ALONE = [
-  'packages/core/test/race.test.ts',
-  'packages/core/test/login-race.test.ts',
-  'packages/core/test/cluster.test.ts',
+  'packages/core/test/limiter/race.test.ts',
+  'packages/core/test/limiter/login-race.test.ts',
+  'packages/core/test/stores/redis-cluster.test.ts',
   'test/failure-*.test.ts',
   'test/bench-smoke.test.ts',
   'test/multi-process/*.test.ts',

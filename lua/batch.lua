@@ -16,7 +16,7 @@
 --
 -- Returns each request's answer as lua/evaluate.lua gives it, without the clock, all in one flat
 -- list, then the Redis clock; or { the Redis clock } alone when the call arrived after ARGV[2]
--- and did nothing. src/store-reply.ts decodes it; keep the two in step.
+-- and did nothing. src/stores/redis/reply.ts decodes it; keep the two in step.
 
 local clock, now, late = begin(ARGV[1], tonumber(ARGV[2]))
 if late then return { clock } end

@@ -17,8 +17,8 @@
 -- Returns { per policy `remaining, reset_ms` if it admits, `-1 - remaining, reset_ms, retry_ms`
 -- if not (see `answer` in lua/prelude.lua), then the Redis clock in Unix milliseconds }, or
 -- { the Redis clock } alone when the call arrived after ARGV[4] and did nothing. Integers only,
--- so the reply reads the same over RESP2 and RESP3. src/store-reply.ts decodes it; keep the two
--- in step.
+-- so the reply reads the same over RESP2 and RESP3. src/stores/redis/reply.ts decodes it; keep
+-- the two in step.
 
 -- A caller past its deadline has been answered without this call: consuming now would charge a
 -- request that was never told it counted.

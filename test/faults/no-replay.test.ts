@@ -8,7 +8,7 @@ import {
   type HttpLimiterOptions,
   storageIdentity,
 } from '../../packages/core/src/index.ts';
-import { library, scripts } from '../../packages/core/src/scripts.generated.ts';
+import { library, scripts } from '../../packages/core/src/stores/redis/scripts.generated.ts';
 import { driver as express } from '../adapters/express.ts';
 import { commandCalls } from '../harness/connection-checks.ts';
 import type { RedisProcess } from '../harness/redis-server.ts';

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { Identifier } from '../../packages/core/src/index.ts';
-import { EPOCH_MS } from '../../packages/core/src/scripts.generated.ts';
+import { EPOCH_MS } from '../../packages/core/src/shared/lua-constants.generated.ts';
 import type { RedisProcess } from '../harness/redis-server.ts';
 import { codes, DRIVERS, type FaultApp, faultApp, ownRedis, untilLimiting } from './apps.ts';
 import { identities, latencies, now, percentile, sentBetween, startLoad } from './load.ts';

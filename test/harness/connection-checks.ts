@@ -11,7 +11,7 @@ import {
   type PolicyOptions,
   type RedisClient,
 } from '../../packages/core/src/index.ts';
-import { library } from '../../packages/core/src/scripts.generated.ts';
+import { library } from '../../packages/core/src/stores/redis/scripts.generated.ts';
 import { driver } from '../adapters/express.ts';
 import { uniquePrefix } from './clients.ts';
 import { freePort } from './redis-server.ts';

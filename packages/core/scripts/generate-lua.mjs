@@ -1,5 +1,7 @@
-// Compiles lua/*.lua into src/scripts.generated.ts, so nothing reads .lua files at runtime.
-// With --check it only verifies that the committed module is current, and fails if it is stale.
+// Compiles lua/*.lua into src/stores/redis/scripts.generated.ts, so nothing reads .lua files at
+// runtime, and the constants the TypeScript twins share with the scripts into
+// src/shared/lua-constants.generated.ts. With --check it only verifies that both committed modules
+// are current, and fails if either is stale.
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -7,10 +9,13 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../..');
 const lua = (name) => readFileSync(join(root, 'lua', `${name}.lua`), 'utf8');
-const target = join(root, 'packages/core/src/scripts.generated.ts');
+const targets = {
+  scripts: join(root, 'packages/core/src/stores/redis/scripts.generated.ts'),
+  constants: join(root, 'packages/core/src/shared/lua-constants.generated.ts'),
+};
 
-// The one list of algorithms: the generated module exports it as ALGORITHMS, which src/types.ts
-// re-exports and derives the Algorithm type from. The first is the default.
+// The one list of algorithms: the constants module exports it as ALGORITHMS, which
+// src/shared/types.ts re-exports and derives the Algorithm type from. The first is the default.
 const algorithms = [
   'token-bucket',
   'gcra',
@@ -80,14 +85,20 @@ const libraryName = `sentinel_${createHash('sha1').update(libraryCode).digest('h
 const library = `#!lua name=${libraryName}\n${libraryCode.replaceAll('FUNCTION_', `${libraryName}_`)}`;
 const functionOf = (name) => `${libraryName}_${name.startsWith('batch') ? 'batch' : 'evaluate'}`;
 
-let out = '// Generated from lua/*.lua by packages/core/scripts/generate-lua.mjs. Do not edit.\n\n';
-out += "/** The scripts' epoch: their times are milliseconds since this Unix time. */\n";
-out += `export const EPOCH_MS = ${epoch};\n\n`;
-out += "/** A policy's arguments to the scripts: algorithm, limit, window and penalty box. */\n";
-out += `export const ARGS_PER_POLICY = ${argsPerPolicy};\n\n`;
-out +=
+const HEADER =
+  '// Generated from lua/*.lua by packages/core/scripts/generate-lua.mjs. Do not edit.\n\n';
+
+let constants = HEADER;
+constants += "/** The scripts' epoch: their times are milliseconds since this Unix time. */\n";
+constants += `export const EPOCH_MS = ${epoch};\n\n`;
+constants +=
+  "/** A policy's arguments to the scripts: algorithm, limit, window and penalty box. */\n";
+constants += `export const ARGS_PER_POLICY = ${argsPerPolicy};\n\n`;
+constants +=
   '/** The algorithms Sentinel runs, each atomically in one Redis script call and in memory. */\n';
-out += `export const ALGORITHMS = [\n${algorithms.map((name) => `  '${name}',\n`).join('')}] as const;\n\n`;
+constants += `export const ALGORITHMS = [\n${algorithms.map((name) => `  '${name}',\n`).join('')}] as const;\n`;
+
+let out = HEADER;
 out +=
   'export interface LuaScript {\n  readonly source: string;\n  readonly sha1: string;\n' +
   '  /** The function of `library` that runs the same code. */\n  readonly function: string;\n}\n\n';
@@ -101,18 +112,24 @@ for (const [name, source] of entries) {
 }
 out += '};\n';
 
+const generated = [
+  [targets.scripts, out],
+  [targets.constants, constants],
+];
+const shown = (path) => path.slice(join(root, 'packages/core/').length);
 if (process.argv.includes('--check')) {
-  let current = '';
-  try {
-    current = readFileSync(target, 'utf8');
-  } catch {}
-  if (current !== out) {
-    console.error(
-      'src/scripts.generated.ts is stale: run `pnpm lua:generate` and commit the result.',
-    );
-    process.exit(1);
+  const stale = generated.filter(([path, code]) => {
+    try {
+      return readFileSync(path, 'utf8') !== code;
+    } catch {
+      return true;
+    }
+  });
+  for (const [path] of stale) {
+    console.error(`${shown(path)} is stale: run \`pnpm lua:generate\` and commit the result.`);
   }
-  console.log('src/scripts.generated.ts matches lua/*.lua');
+  if (stale.length > 0) process.exit(1);
+  console.log(`${generated.map(([path]) => shown(path)).join(' and ')} match lua/*.lua`);
 } else {
-  writeFileSync(target, out);
+  for (const [path, code] of generated) writeFileSync(path, code);
 }

@@ -1,10 +1,7 @@
 // @sentinel/core: atomic distributed rate limiting, against Redis or in memory.
 // These exports are the public API. The scripts, the evaluator, the connection wrapper and the
 // header serialisers stay internal; adapters build on @sentinel/core/internal.
-export type { BlockCacheOptions } from './block-cache.ts';
-export type { CircuitBreakerOptions } from './circuit-breaker.ts';
-export { SentinelError, type SentinelErrorCode } from './errors.ts';
-export { fingerprint, storageIdentity } from './fingerprint.ts';
+
 export { ipIdentity, ipMatcher } from './http/client-ip.ts';
 export {
   draft6Headers,
@@ -46,8 +43,14 @@ export {
   QUOTA_EXCEEDED,
 } from './http/problem.ts';
 export type { RefusalReason } from './http/verdict.ts';
-export { createLimiter, type Limiter, type LimiterOptions, type RefundOptions } from './limiter.ts';
-export { MemoryStore, type MemoryStoreOptions } from './memory-store.ts';
+export type { BlockCacheOptions } from './limiter/block-cache.ts';
+export type { CircuitBreakerOptions } from './limiter/circuit-breaker.ts';
+export {
+  createLimiter,
+  type Limiter,
+  type LimiterOptions,
+  type RefundOptions,
+} from './limiter/limiter.ts';
 export type {
   BreakerEvent,
   DecisionEvent,
@@ -56,13 +59,20 @@ export type {
   Observer,
   StoreErrorEvent,
   StoreStateEvent,
-} from './observer.ts';
-export { createRedisClient, LIMITER_CLIENT_OPTIONS } from './redis-client.ts';
+} from './observe/observer.ts';
+export { SentinelError, type SentinelErrorCode } from './shared/errors.ts';
+export { fingerprint, storageIdentity } from './shared/fingerprint.ts';
+export * from './shared/types.ts';
+export { formatWindow, parseWindow } from './shared/window.ts';
+export { MemoryStore, type MemoryStoreOptions } from './stores/memory/memory-store.ts';
+export { createRedisClient, LIMITER_CLIENT_OPTIONS } from './stores/redis/client.ts';
 export type {
   IoredisLikeClient,
   NodeRedisLikeClient,
   SupportedRedisClient,
-} from './redis-connection.ts';
-export { type RedisClient, RedisStore, type RedisStoreOptions } from './redis-store.ts';
-export * from './types.ts';
-export { formatWindow, parseWindow } from './window.ts';
+} from './stores/redis/connection.ts';
+export {
+  type RedisClient,
+  RedisStore,
+  type RedisStoreOptions,
+} from './stores/redis/redis-store.ts';

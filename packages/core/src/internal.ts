@@ -3,13 +3,17 @@
 
 export {
   adapterOptions,
-  connectOnce,
   handlerAnswers,
   type RouteLayering,
   routeLayering,
-  type SharedConnection,
-} from './adapter-options.ts';
+} from './http/adapter-options.ts';
 export { mergeHttpLimiterOptions } from './http/http-limiter.ts';
+export { connectOnce, type SharedConnection } from './limiter/shared-connection.ts';
+export { checkFunction, checkObject, checkOneOf, describe, fail } from './shared/validation.ts';
 // The Lua scripts and the function library, for the bench's measure of what each costs Redis.
-export { type LuaScript, library, type ScriptName, scripts } from './scripts.generated.ts';
-export { checkFunction, checkObject, checkOneOf, describe, fail } from './validation.ts';
+export {
+  type LuaScript,
+  library,
+  type ScriptName,
+  scripts,
+} from './stores/redis/scripts.generated.ts';

@@ -1,6 +1,13 @@
 // What one algorithm's TypeScript twin reads and answers for one policy, in the memory store.
-import { retryAfterOf } from '../store-reply.ts';
-import type { PolicyOutcome } from '../types.ts';
+import type { PolicyOutcome } from '../shared/types.ts';
+
+/** The retry of a cost that exceeds the limit. */
+const NEVER = -1;
+
+/** A retry as the scripts and their twins write it, -1 for never, as a decision has it. */
+export function retryAfterOf(retry: number): number {
+  return retry === NEVER ? Number.POSITIVE_INFINITY : retry;
+}
 
 /** One policy's part of a request, in the scripts' units: times are ms since EPOCH_MS. */
 export interface PolicyInput {

@@ -1,5 +1,5 @@
 // Fixed window, the twin of lua/fixed-window.lua: a counter per epoch-aligned window.
-import { EPOCH_MS } from '../scripts.generated.ts';
+import { EPOCH_MS } from '../shared/lua-constants.generated.ts';
 import { type Adjust, admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
 
 /** Stored as "<window_index> <count>". */

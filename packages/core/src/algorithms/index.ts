@@ -1,5 +1,5 @@
 // The TypeScript twins of lua/*.lua, by algorithm name, for the memory store.
-import type { Algorithm } from '../types.ts';
+import type { Algorithm } from '../shared/types.ts';
 import type { Adjust, Evaluate, KeyState } from './evaluation.ts';
 import { fixedWindow, fixedWindowAdjust } from './fixed-window.ts';
 import { gcra, gcraAdjust } from './gcra.ts';

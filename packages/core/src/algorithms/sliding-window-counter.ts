@@ -1,5 +1,5 @@
 // Sliding window counter, the twin of lua/sliding-window-counter.lua.
-import { EPOCH_MS } from '../scripts.generated.ts';
+import { EPOCH_MS } from '../shared/lua-constants.generated.ts';
 import { type Adjust, admitted, type Evaluate, type KeyState, rejected } from './evaluation.ts';
 import { mulDiv } from './fixed-point.ts';
 

@@ -1,37 +1,7 @@
 // `ban`: an identity's refusals counted in the store, so that every gateway agrees when its 429s end and its 403s begin.
-import { createLimiter, type Limiter, type LimiterOptions } from '../limiter.ts';
-import { createRedisClient } from '../redis-client.ts';
-import { toRedisConnection } from '../redis-connection.ts';
-import type { RedisClient } from '../redis-store.ts';
-import type { Decision, PolicyOptions, Window } from '../types.ts';
+import { createLimiter, type Limiter, type LimiterOptions } from '../limiter/limiter.ts';
+import type { Decision, PolicyOptions, Window } from '../shared/types.ts';
 import type { Ban } from './verdict.ts';
-
-type StoreOptions = Omit<LimiterOptions, 'onError'>;
-
-/**
- * The limiters' options with one Redis client for both. From `redisUrl`, the limiter and the ban
- * counter would each build a client of their own; this layer builds the one they share instead,
- * and closes it after them. Without a counter (no `ban`, or `ban: 0`, which counts nothing), and
- * for options that combine `redisUrl` with `redis` or `store`, which the limiter refuses by name,
- * the options pass as they are.
- */
-export function sharedConnection(
-  options: StoreOptions,
-  ban: number | undefined,
-): { options: StoreOptions; client: RedisClient | undefined } {
-  const { redisUrl, redis, store } = options;
-  if (!ban || redisUrl === undefined || redis !== undefined || store !== undefined) {
-    return { options, client: undefined };
-  }
-  const client = createRedisClient(redisUrl);
-  const { redisUrl: _, ...rest } = options;
-  return { options: { ...rest, redis: client }, client };
-}
-
-/** Closes a client `sharedConnection` built: politely while Redis answers, at once when not. */
-export function closeShared(client: RedisClient | undefined): Promise<void> {
-  return client === undefined ? Promise.resolve() : toRedisConnection(client).close();
-}
 
 /** The window of the limiter's fallback policy, which no call uses: each brings its own. */
 const UNUSED_WINDOW = '1d';
@@ -47,7 +17,7 @@ export class BanCounter {
   readonly #refusals: number;
   readonly #limiter: Limiter | undefined;
   /** `options` are the identity limiter's, with the prefix its group gave it. */
-  constructor(refusals: number, options: StoreOptions, onError: () => void) {
+  constructor(refusals: number, options: Omit<LimiterOptions, 'onError'>, onError: () => void) {
     this.#refusals = refusals;
     if (refusals === 0) return;
     const { store, redis, prefix = 'sentinel', timeout, connectTimeout, breaker, clock } = options;

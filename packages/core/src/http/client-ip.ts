@@ -1,7 +1,7 @@
 // Normalises client IPs into rate-limit identities: IPv4 as is, IPv6 grouped by subnet.
 import { isIPv4 } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { describe, fail } from '../validation.ts';
+import { describe, fail } from '../shared/validation.ts';
 
 /**
  * The identity of an IP address: IPv4 addresses (including IPv4-mapped IPv6 ones) as dotted

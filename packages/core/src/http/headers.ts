@@ -1,6 +1,6 @@
 // RateLimit headers, one pure function per format; adapters write the record to their response.
-import type { Decision, PolicyDecision } from '../types.ts';
-import { describe, fail } from '../validation.ts';
+import type { Decision, PolicyDecision } from '../shared/types.ts';
+import { describe, fail } from '../shared/validation.ts';
 
 /** The header formats Sentinel writes; the list also defines the type. */
 export const HEADER_FORMATS = ['draft-11', 'draft-7', 'draft-6', 'legacy'] as const;

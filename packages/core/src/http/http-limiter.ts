@@ -1,10 +1,11 @@
 // The framework-free heart of every adapter: identify, limit, and say what to answer.
-import { createLimiter, type Limiter } from '../limiter.ts';
-import { POLICY_FIELDS } from '../policy.ts';
-import { createReporter } from '../reporter.ts';
-import type { ConsumeOptions, Decision } from '../types.ts';
-import { describe } from '../validation.ts';
-import { BanCounter, closeShared, sharedConnection } from './ban.ts';
+import { createLimiter, type Limiter } from '../limiter/limiter.ts';
+import { POLICY_FIELDS } from '../limiter/policy.ts';
+import { connectOnce } from '../limiter/shared-connection.ts';
+import { createReporter } from '../observe/reporter.ts';
+import type { ConsumeOptions, Decision } from '../shared/types.ts';
+import { describe } from '../shared/validation.ts';
+import { BanCounter } from './ban.ts';
 import { knowsState } from './headers.ts';
 import { type HttpLimiterOptions, type HttpSettings, resolveHttpOptions } from './http-options.ts';
 import {
@@ -156,23 +157,25 @@ function refusedForNow(decision: Decision): boolean {
 }
 
 /**
- * The identity limiter and the ban counter, over one connection: a Redis client built here from
- * `redisUrl` (see sharedConnection) is closed again if the options prove bad.
+ * The identity limiter and the ban counter, over one connection: with a counter, a Redis client
+ * from `redisUrl` is built here for both (see connectOnce), and closed again if the options prove
+ * bad. Without one (no `ban`, or `ban: 0`, which counts nothing), the limiter builds its own.
  */
 function buildLimiters<Req, Res>(settings: HttpSettings<Req, Res>) {
-  const shared = sharedConnection(settings.limiterOptions, settings.ban);
+  const { limiterOptions, ban } = settings;
+  const shared = ban ? connectOnce(limiterOptions) : { options: limiterOptions, close: noClient };
   try {
     const limiter = createLimiter({ ...shared.options, onError: reportedFromTheDecision });
     const bans =
-      settings.ban === undefined
-        ? undefined
-        : new BanCounter(settings.ban, shared.options, reportedFromTheDecision);
-    return { limiter, bans, client: shared.client };
+      ban === undefined ? undefined : new BanCounter(ban, shared.options, reportedFromTheDecision);
+    return { limiter, bans, connection: shared };
   } catch (error) {
-    void closeShared(shared.client);
+    void shared.close();
     throw error;
   }
 }
+
+const noClient = () => Promise.resolve();
 
 /** Resolves adapter options once; `check` then runs per request. */
 export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
@@ -180,7 +183,7 @@ export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
 ): HttpLimiter<Req, Res> {
   const settings = resolveHttpOptions(options);
   const { shadow, failClosed, onLimited, now } = settings;
-  const { limiter, bans, client } = buildLimiters(settings);
+  const { limiter, bans, connection } = buildLimiters(settings);
   const report = createReporter<[Req]>(
     settings.onError,
     '@sentinel/core',
@@ -299,7 +302,7 @@ export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
     limiter,
     async close() {
       await Promise.all([limiter.close(), bans?.close()]);
-      await closeShared(client);
+      await connection.close();
     },
   };
 }

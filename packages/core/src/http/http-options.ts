@@ -1,6 +1,6 @@
 // The options createHttpLimiter adds to createLimiter's: their types, and their checks, run once.
-import { LIMITER_OPTION_NAMES, type LimiterOptions } from '../limiter.ts';
-import type { Decision } from '../types.ts';
+import { LIMITER_OPTION_NAMES, type LimiterOptions } from '../limiter/limiter.ts';
+import type { Decision } from '../shared/types.ts';
 import {
   checkFunction,
   checkObject,
@@ -9,7 +9,7 @@ import {
   describe,
   fail,
   rejectUnknownOptions,
-} from '../validation.ts';
+} from '../shared/validation.ts';
 import { ipMatcher } from './client-ip.ts';
 import { type HeaderFormat, resolveHeaderFormats } from './headers.ts';
 import { byIp, type Identifier, type RequestLike } from './identity.ts';

@@ -1,7 +1,13 @@
 // Who is this request? Ready-made identifiers over the request shape Express, Koa and Fastify share.
-import { FingerprintCache } from '../fingerprint.ts';
-import type { TierOptions } from '../types.ts';
-import { checkFunction, checkOneOf, checkPositiveInteger, describe, fail } from '../validation.ts';
+import { FingerprintCache } from '../shared/fingerprint.ts';
+import type { TierOptions } from '../shared/types.ts';
+import {
+  checkFunction,
+  checkOneOf,
+  checkPositiveInteger,
+  describe,
+  fail,
+} from '../shared/validation.ts';
 import { ipIdentity } from './client-ip.ts';
 import { LookupCache } from './lookup-cache.ts';
 

@@ -1,6 +1,6 @@
 // RFC 9457 problem details for the responses Sentinel sends itself.
-import type { Decision, PolicyDecision } from '../types.ts';
-import { formatWindow } from '../window.ts';
+import type { Decision, PolicyDecision } from '../shared/types.ts';
+import { formatWindow } from '../shared/window.ts';
 
 export interface ProblemDetails {
   type: string;

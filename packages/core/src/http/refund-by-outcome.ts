@@ -1,7 +1,7 @@
 // skipSuccessfulRequests and skipFailedRequests: a request counts when it arrives, and is given back once its response says it should not have.
-import type { Limiter } from '../limiter.ts';
-import type { Decision } from '../types.ts';
-import { describe } from '../validation.ts';
+import type { Limiter } from '../limiter/limiter.ts';
+import type { Decision } from '../shared/types.ts';
+import { describe } from '../shared/validation.ts';
 import type { OutcomeSettings } from './http-options.ts';
 
 /** The Node response under every framework's: Express's `res`, Koa's `ctx.res`, Fastify's `reply.raw`. */

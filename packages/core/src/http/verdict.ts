@@ -1,5 +1,5 @@
 // What an adapter does with a request: pass it on with headers, or answer it with a problem.
-import type { Decision } from '../types.ts';
+import type { Decision } from '../shared/types.ts';
 import { type HeaderFormat, headersFor, retryAfterSeconds } from './headers.ts';
 import {
   banned,

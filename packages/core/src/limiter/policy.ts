@@ -1,0 +1,176 @@
+// Validates policies and tiers once, at construction, into the plans the hot path runs.
+import { MUL_DIV_BOUND, scale } from '../algorithms/fixed-point.ts';
+import type { Plan } from '../shared/plan.ts';
+import {
+  ALGORITHMS,
+  type Algorithm,
+  type PolicyOptions,
+  type ResolvedPolicy,
+  type TierOptions,
+} from '../shared/types.ts';
+
+export type { Plan };
+
+import {
+  checkObject,
+  checkOneOf,
+  checkPositiveInteger,
+  describe,
+  fail,
+  rejectUnknownFields,
+} from '../shared/validation.ts';
+import { formatWindow, parseWindow } from '../shared/window.ts';
+
+const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * The most entries a sliding-window-log keeps per identity: one per admitted unit of cost, about
+ * 30 bytes each in Redis, so a larger limit is a memory bill rather than a rate limit.
+ */
+export const MAX_LOG_LIMIT = 10_000;
+
+/** A field of a policy in errors: bare for the top-level shorthand (`option` ''), else dotted. */
+const field = (option: string, name: string) => (option === '' ? name : `${option}.${name}`);
+
+/** Every field of PolicyOptions, checked against the interface so that the two cannot drift. */
+const FIELDS = {
+  name: true,
+  limit: true,
+  window: true,
+  algorithm: true,
+  blockFor: true,
+} as const satisfies Record<keyof PolicyOptions, true>;
+
+/**
+ * What a policy object may hold, and so what the top-level shorthand may: a field added to
+ * PolicyOptions is accepted in both. `{ max, windowMs }` gets the peer-name advice.
+ */
+export const POLICY_FIELDS: readonly (keyof PolicyOptions)[] = Object.freeze(
+  Object.keys(FIELDS) as (keyof PolicyOptions)[],
+);
+
+function resolvePolicy(input: unknown, option: string, tier: string | undefined): ResolvedPolicy {
+  checkObject(input, option || 'policies', 'a policy object');
+  rejectUnknownFields(input, POLICY_FIELDS, option, 'a policy');
+  const {
+    name,
+    limit,
+    window,
+    algorithm = 'token-bucket',
+    blockFor,
+  } = input as Record<string, unknown>;
+  checkPositiveInteger(limit, field(option, 'limit'));
+  const windowMs = parseWindow(window);
+  if (windowMs === undefined) {
+    fail(
+      field(option, 'window'),
+      `must be positive whole milliseconds or a string like '10s', '1m' or '1h', got ${describe(window)}`,
+    );
+  }
+  checkOneOf(algorithm, ALGORITHMS, field(option, 'algorithm'));
+  checkScale(limit, windowMs, algorithm, option);
+  const fallback = `${tier ? `${tier.toLowerCase()}-` : ''}${limit}-per-${formatWindow(windowMs)}`;
+  const resolvedName = name ?? fallback;
+  if (typeof resolvedName !== 'string' || !NAME.test(resolvedName)) {
+    fail(field(option, 'name'), 'must be 1 to 64 letters, digits, `_`, `-` or `.`');
+  }
+  let blockForMs = 0;
+  if (blockFor !== undefined) {
+    const parsed = parseWindow(blockFor);
+    if (parsed === undefined) {
+      fail(
+        field(option, 'blockFor'),
+        `must be positive whole milliseconds or a string like '30s' or '15m', got ${describe(blockFor)}`,
+      );
+    }
+    blockForMs = parsed;
+  }
+  return { name: resolvedName, limit, windowMs, algorithm, blockForMs };
+}
+
+/**
+ * Where a policy's state lives. A name given by the caller stays when its limit changes, and so
+ * does the state, which each algorithm reads rightly under a new limit; a new window changes
+ * what the state means (a window index, the units of a token), so it gets a key of its own and
+ * starts afresh, as does a rate policy whose fixed-point units depend on its limit (over 2^53 of
+ * them). A default name already spells out the limit and the window.
+ */
+function keySuffix({ name, limit, windowMs, algorithm }: ResolvedPolicy, named: boolean): string {
+  if (!named) return `:${name}:${algorithm}`;
+  const units = { token: 0, rate: 0, stepMs: 1 };
+  const rated = algorithm === 'token-bucket' || algorithm === 'gcra';
+  const limitBound = rated && scale(limit, windowMs, units) && units.token !== windowMs;
+  const shape = limitBound ? `${limit}-per-${formatWindow(windowMs)}` : formatWindow(windowMs);
+  return `:${name}:${shape}:${algorithm}`;
+}
+
+/** Each algorithm's bound on a policy's size, so that its integers stay exact in Lua's doubles. */
+function checkScale(limit: number, windowMs: number, algorithm: Algorithm, option: string): void {
+  const limitOption = field(option, 'limit');
+  switch (algorithm) {
+    case 'fixed-window':
+      return;
+    case 'sliding-window-log':
+      if (limit > MAX_LOG_LIMIT) {
+        fail(
+          limitOption,
+          `is ${limit}, but sliding-window-log keeps one entry per request and allows at most ${MAX_LOG_LIMIT}; use 'sliding-window-counter' for large limits`,
+        );
+      }
+      return;
+    case 'sliding-window-counter':
+      // Its weighting is exact for operands below 2^44 (1.7 × 10^13; 557 years of ms).
+      if (limit >= MUL_DIV_BOUND) fail(limitOption, `must be below 2^44 with ${algorithm}`);
+      if (windowMs >= MUL_DIV_BOUND)
+        fail(field(option, 'window'), `must be below 2^44 ms with ${algorithm}`);
+      return;
+    default:
+      if (!scale(limit, windowMs, { token: 0, rate: 0, stepMs: 1 })) {
+        fail(
+          limitOption,
+          `of ${limit} per ${windowMs} ms needs more than 2^53 fixed-point units with ${algorithm}, even counting time in steps of up to a minute; a window of whole minutes or a rounder limit fits, or use 'fixed-window'`,
+        );
+      }
+  }
+}
+
+/**
+ * Turns one policy or a list of them into a plan. `option` names them in errors; '' names their
+ * fields bare, for the shorthand whose fields are top-level options.
+ */
+export function resolvePlan(input: TierOptions, option: string, tier?: string): Plan {
+  const list = Array.isArray(input) ? input : [input];
+  if (list.length === 0) fail(option || 'policies', 'must hold at least one policy');
+  const policies = list.map((p, i) =>
+    resolvePolicy(p, Array.isArray(input) ? `${option}[${i}]` : option, tier),
+  );
+  const named = list.map(
+    (p) => typeof p === 'object' && p !== null && 'name' in p && p.name !== undefined,
+  );
+  const seen = new Set<string>();
+  for (const { name } of policies) {
+    if (seen.has(name))
+      fail(option || 'policies', `has two policies named '${name}'; give them distinct names`);
+    seen.add(name);
+  }
+  const first = policies[0] as ResolvedPolicy;
+  const script = policies.every((p) => p.algorithm === first.algorithm) ? first.algorithm : 'mixed';
+  return {
+    tier,
+    policies,
+    keySuffixes: [
+      ...policies.map((p, i) => keySuffix(p, named[i] as boolean)),
+      ...policies.flatMap((p, i) =>
+        p.blockForMs > 0 ? [`${keySuffix(p, named[i] as boolean)}:box`] : [],
+      ),
+    ],
+    script,
+    // ARGS_PER_POLICY of them per policy.
+    args: policies.flatMap((p) => [
+      p.algorithm,
+      String(p.limit),
+      String(p.windowMs),
+      String(p.blockForMs),
+    ]),
+  };
+}

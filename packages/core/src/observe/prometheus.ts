@@ -1,0 +1,308 @@
+// Prometheus metrics from the observer events, with prom-client: served as @sentinel/core/prometheus
+// (src/prometheus.ts), apart from the main entry, so that prom-client stays an optional peer.
+import { Counter, Gauge, type Metric, type Registry, register } from 'prom-client';
+import {
+  checkObject,
+  checkPositiveInteger,
+  fail,
+  rejectUnknownFields,
+} from '../shared/validation.ts';
+import type { DecisionEvent, Observer } from './observer.ts';
+
+export interface PrometheusMetricsOptions {
+  /** Starts every metric name. @default 'sentinel_' */
+  prefix?: string;
+  /**
+   * Bucket bounds of the store latency histogram, in seconds.
+   * @default [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25]
+   */
+  buckets?: readonly number[];
+  /** The share of a limit an identity has used for it to count as near the limit. @default 0.8 */
+  nearLimit?: number;
+  /** How long an identity's last decision counts towards the near-limit gauge, in ms. @default 60000 */
+  nearLimitWindowMs?: number;
+  /** Identities the near-limit gauge tracks at most; the oldest are dropped first. @default 10000 */
+  maxTrackedIdentities?: number;
+}
+
+const OPTION_NAMES = [
+  'prefix',
+  'buckets',
+  'nearLimit',
+  'nearLimitWindowMs',
+  'maxTrackedIdentities',
+] as const satisfies readonly (keyof PrometheusMetricsOptions)[];
+
+const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25];
+
+/** One observer per registry and prefix: limiters that share a registry share its metrics. */
+const observers = new WeakMap<Registry, Map<string, Observer>>();
+
+/**
+ * Registers Sentinel's metrics on `registry` (prom-client's default registry if none) and returns
+ * the observer that keeps them, for a limiter's or an adapter's `observe` option. Labels are the
+ * tier, the policy, the outcome, the server and the error code, never an identity.
+ *
+ * - `sentinel_decisions_total{tier,policy,outcome}`: outcome is allowed, limited or degraded;
+ * - `sentinel_store_duration_seconds`: how long the store took to answer a decision;
+ * - `sentinel_store_errors_total{code,server}`;
+ * - `sentinel_store_up{server}`: 0 from a server's first failure until it answers again;
+ * - `sentinel_breaker_open{server}`: 1 while the circuit breaker skips the server;
+ * - `sentinel_near_limit_identities{tier}`: identities whose last decision, within
+ *   `nearLimitWindowMs`, found them past `nearLimit` of a limit;
+ * - `sentinel_late_refunds_total{tier,outcome}`: consumes answered degraded that Redis had
+ *   admitted all the same, given back (outcome refunded) or left taken (failed).
+ *
+ * @example
+ * const registry = new Registry();
+ * app.use(rateLimit({ redisUrl, limit: 100, window: '1m', observe: prometheusMetrics(registry) }));
+ */
+export function prometheusMetrics(
+  registry: Registry = register,
+  options: PrometheusMetricsOptions = {},
+): Observer {
+  checkObject(registry, 'registry', 'a prom-client Registry');
+  if (typeof (registry as Partial<Registry>).registerMetric !== 'function') {
+    fail('registry', 'must be a prom-client Registry');
+  }
+  checkObject(options, 'options');
+  rejectUnknownFields(options, OPTION_NAMES, 'options');
+  const {
+    prefix = 'sentinel_',
+    buckets = DEFAULT_BUCKETS,
+    nearLimit = 0.8,
+    nearLimitWindowMs = 60_000,
+    maxTrackedIdentities = 10_000,
+  } = options;
+  if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix)) {
+    fail('prefix', 'must be a valid start of a Prometheus metric name, such as sentinel_');
+  }
+  if (
+    !Array.isArray(buckets) ||
+    buckets.length === 0 ||
+    !buckets.every((b) => typeof b === 'number' && b > 0 && Number.isFinite(b))
+  ) {
+    fail('buckets', 'must be a non-empty array of positive numbers of seconds');
+  }
+  if (typeof nearLimit !== 'number' || !(nearLimit > 0 && nearLimit <= 1)) {
+    fail('nearLimit', 'must be a number above 0 and at most 1, such as 0.8');
+  }
+  checkPositiveInteger(nearLimitWindowMs, 'nearLimitWindowMs');
+  checkPositiveInteger(maxTrackedIdentities, 'maxTrackedIdentities');
+
+  let byPrefix = observers.get(registry);
+  if (byPrefix === undefined) {
+    byPrefix = new Map();
+    observers.set(registry, byPrefix);
+  }
+  const existing = byPrefix.get(prefix);
+  if (existing) return existing;
+
+  const registers = [registry];
+  // Decisions are counted here and handed to prom-client when it collects: its inc() hashes
+  // and checks the label set on every call, which would cost as much as a decision in memory.
+  const pending = new DecisionCounts();
+  new Counter({
+    name: `${prefix}decisions_total`,
+    help: 'Rate limit decisions, by tier, deciding policy and outcome (allowed, limited, degraded).',
+    labelNames: ['tier', 'policy', 'outcome'] as const,
+    registers,
+    collect() {
+      pending.flush((labels, count) => this.inc(labels, count));
+    },
+  });
+  const storeDuration = new StoreDuration(`${prefix}store_duration_seconds`, buckets);
+  registry.registerMetric(storeDuration as unknown as Metric);
+  const storeErrors = new Counter({
+    name: `${prefix}store_errors_total`,
+    help: 'Store failures, by error code and server.',
+    labelNames: ['code', 'server'] as const,
+    registers,
+  });
+  const storeUp = new Gauge({
+    name: `${prefix}store_up`,
+    help: '0 from a store server failing until it answers again, else 1.',
+    labelNames: ['server'] as const,
+    registers,
+  });
+  const breakerOpen = new Gauge({
+    name: `${prefix}breaker_open`,
+    help: '1 while the circuit breaker skips a store server, else 0.',
+    labelNames: ['server'] as const,
+    registers,
+  });
+  const lateRefunds = new Counter({
+    name: `${prefix}late_refunds_total`,
+    help: 'Consumes answered degraded that the store had admitted all the same, by tier and by whether their cost was given back (refunded) or stays taken (failed).',
+    labelNames: ['tier', 'outcome'] as const,
+    registers,
+  });
+  const near = new NearLimit(nearLimit, nearLimitWindowMs, maxTrackedIdentities);
+  new Gauge({
+    name: `${prefix}near_limit_identities`,
+    help: `Identities whose last decision in the past ${nearLimitWindowMs} ms found them past ${nearLimit * 100}% of a limit.`,
+    labelNames: ['tier'] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const [tier, count] of near.countByTier(Date.now())) this.set({ tier }, count);
+    },
+  });
+
+  const observer: Observer = {
+    decision(event) {
+      const { decision, outcome, storeMs } = event;
+      pending.add(decision.tier ?? '', decision.policy, outcome);
+      if (storeMs !== undefined) storeDuration.observe(storeMs / 1000);
+      if (event.consumed && outcome !== 'degraded') near.saw(event);
+    },
+    storeError({ server, error }) {
+      storeErrors.inc({ code: error.code, server });
+    },
+    store({ server, state }) {
+      storeUp.set({ server }, state === 'up' ? 1 : 0);
+    },
+    breaker({ server, state }) {
+      breakerOpen.set({ server }, state === 'open' ? 1 : 0);
+    },
+    lateRefund({ tier, error }) {
+      lateRefunds.inc({ tier: tier ?? '', outcome: error === undefined ? 'refunded' : 'failed' });
+    },
+  };
+  byPrefix.set(prefix, observer);
+  return observer;
+}
+
+/** The identities seen past the near-limit share lately, by when and under which tier. */
+class NearLimit {
+  readonly #share: number;
+  readonly #windowMs: number;
+  readonly #max: number;
+  /** identity -> when it was last seen near its limit, and its tier; oldest first. */
+  readonly #seen = new Map<string, { at: number; tier: string }>();
+
+  constructor(share: number, windowMs: number, max: number) {
+    this.#share = share;
+    this.#windowMs = windowMs;
+    this.#max = max;
+  }
+
+  saw({ decision, identity }: DecisionEvent): void {
+    let near = false;
+    for (const p of decision.policies) {
+      if (p.limit - p.remaining >= this.#share * p.limit) near = true;
+    }
+    if (!near) {
+      if (this.#seen.size > 0) this.#seen.delete(identity);
+      return;
+    }
+    // Deleted first, so the map stays in the order identities were last seen near.
+    this.#seen.delete(identity);
+    if (this.#seen.size >= this.#max) this.#seen.delete(this.#seen.keys().next().value as string);
+    this.#seen.set(identity, { at: Date.now(), tier: decision.tier ?? '' });
+  }
+
+  countByTier(now: number): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const [identity, { at, tier }] of this.#seen) {
+      if (at < now - this.#windowMs) {
+        this.#seen.delete(identity);
+        continue;
+      }
+      counts.set(tier, (counts.get(tier) ?? 0) + 1);
+    }
+    return counts;
+  }
+}
+
+type Outcome = DecisionEvent['outcome'];
+
+/** Decisions counted since prom-client last collected, by tier, then policy, then outcome. */
+class DecisionCounts {
+  readonly #byTier = new Map<string, Map<string, Record<Outcome, number>>>();
+
+  add(tier: string, policy: string, outcome: Outcome): void {
+    let byPolicy = this.#byTier.get(tier);
+    if (byPolicy === undefined) {
+      byPolicy = new Map();
+      this.#byTier.set(tier, byPolicy);
+    }
+    let counts = byPolicy.get(policy);
+    if (counts === undefined) {
+      counts = { allowed: 0, limited: 0, degraded: 0 };
+      byPolicy.set(policy, counts);
+    }
+    counts[outcome]++;
+  }
+
+  /** Hands over every count, and starts again from zero. */
+  flush(hand: (labels: { tier: string; policy: string; outcome: Outcome }, count: number) => void) {
+    for (const [tier, byPolicy] of this.#byTier) {
+      for (const [policy, counts] of byPolicy) {
+        for (const outcome of ['allowed', 'limited', 'degraded'] as const) {
+          if (counts[outcome] > 0) hand({ tier, policy, outcome }, counts[outcome]);
+          counts[outcome] = 0;
+        }
+      }
+    }
+  }
+}
+
+/**
+ * The store latency histogram, counted in plain arrays and read by the registry through the
+ * interface every prom-client metric offers it (`get`, `reset`): prom-client's Histogram hashes
+ * its label set on every observation.
+ */
+class StoreDuration {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  readonly help = 'Time the store took to answer a decision.';
+  readonly #bounds: readonly number[];
+  /** Observations per bucket, not cumulative; the last is above every bound. */
+  readonly #counts: number[];
+  #sum = 0;
+  #count = 0;
+
+  constructor(
+    readonly name: string,
+    bounds: readonly number[],
+  ) {
+    this.#bounds = [...bounds].sort((a, b) => a - b);
+    this.#counts = new Array(this.#bounds.length + 1).fill(0);
+  }
+
+  observe(seconds: number): void {
+    const bounds = this.#bounds;
+    let i = 0;
+    while (i < bounds.length && seconds > (bounds[i] as number)) i++;
+    (this.#counts[i] as number)++;
+    this.#sum += seconds;
+    this.#count++;
+  }
+
+  get() {
+    const { name } = this;
+    let cumulative = 0;
+    const values = this.#bounds.map((le, i) => {
+      cumulative += this.#counts[i] as number;
+      return { labels: { le }, value: cumulative, metricName: `${name}_bucket` };
+    });
+    values.push(
+      {
+        labels: { le: '+Inf' as unknown as number },
+        value: this.#count,
+        metricName: `${name}_bucket`,
+      },
+      { labels: {} as { le: number }, value: this.#sum, metricName: `${name}_sum` },
+      { labels: {} as { le: number }, value: this.#count, metricName: `${name}_count` },
+    );
+    const { help, type, aggregator } = this;
+    return Promise.resolve({ name, help, type, aggregator, values });
+  }
+
+  reset(): void {
+    this.#counts.fill(0);
+    this.#sum = 0;
+    this.#count = 0;
+  }
+}

@@ -1,0 +1,162 @@
+// Public types of @sentinel/core. Internal configuration types stay in the modules that use them.
+import type { SentinelError } from './errors.ts';
+import { ALGORITHMS } from './lua-constants.generated.ts';
+
+// The list is generated with the scripts (scripts/generate-lua.mjs), so it cannot drift from lua/.
+export { ALGORITHMS };
+
+export type Algorithm = (typeof ALGORITHMS)[number];
+
+/** A window: milliseconds, or a string such as `'500ms'`, `'10s'`, `'1m'`, `'1h'` or `'1d'`. */
+export type Window = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
+
+export interface PolicyOptions {
+  /**
+   * Names the policy in headers and in its Redis key. Letters, digits, `_`, `-` and `.`.
+   * @default `<limit>-per-<window>`, prefixed with the tier's name in lower case
+   */
+  name?: string;
+  /** Requests (units of cost) admitted per window: a positive integer. */
+  limit: number;
+  /** @example '1m' */
+  window: Window;
+  /** @default 'token-bucket' */
+  algorithm?: Algorithm;
+  /**
+   * A penalty box: once this policy refuses a consume, the identity is refused by it for this
+   * long, whatever it has left, decided in the same store call. For logins: `'15m'`.
+   * @default none
+   */
+  blockFor?: Window;
+}
+
+/** A tier is one policy or several; a request must satisfy all of them. */
+export type TierOptions = PolicyOptions | readonly PolicyOptions[];
+
+/** What to do when the store fails or is out of reach. */
+export type StoreErrorMode = 'allow' | 'deny' | 'local';
+
+/** One policy's part of a decision. */
+export interface PolicyDecision {
+  policy: string;
+  algorithm: Algorithm;
+  allowed: boolean;
+  limit: number;
+  windowMs: number;
+  /** Units of cost that would still be admitted now. */
+  remaining: number;
+  /** Milliseconds until this policy is back at its full limit. */
+  resetMs: number;
+  /** Milliseconds until a request of this cost would be admitted: 0 if admitted, `Infinity` if its cost exceeds the limit. */
+  retryAfterMs: number;
+}
+
+export interface Decision {
+  allowed: boolean;
+  /** The most restrictive policy's limit, remaining and reset. */
+  limit: number;
+  remaining: number;
+  resetMs: number;
+  /** 0 when admitted; otherwise the wait until every policy admits a request of this cost. */
+  retryAfterMs: number;
+  /** The most restrictive policy: the one that blocks longest, or the one with the least left. */
+  policy: string;
+  policies: PolicyDecision[];
+  tier?: string;
+  /** Set when the store failed and the decision followed `onStoreError` instead. */
+  degraded?: StoreErrorMode;
+  /** Why it is degraded; absent while the circuit breaker skips a store known to be failing. */
+  error?: SentinelError;
+}
+
+export interface ConsumeOptions {
+  /** Units this request costs: a positive integer. @default 1 */
+  cost?: number;
+  /** Selects the tier's policies. @default the limiter's `defaultTier` */
+  tier?: string;
+  /**
+   * This call's own policies, in place of its tier's: a tenant's contract limits, say. `tier`
+   * still labels the decision. Each distinct set is checked and compiled once and kept (the last
+   * 1000 sets), so a set that comes back costs what a tier does; a bad one rejects with a
+   * TypeError. A policy with a `name` keeps its state when its limit changes; a new window starts
+   * it afresh.
+   * @example { name: 'contract', limit: 5000, window: '1m' }
+   */
+  policies?: TierOptions;
+}
+
+/** One evaluation, as the limiter hands it to a store. */
+export interface StoreRequest {
+  /** One key per policy, all under the identity's hash tag. */
+  keys: readonly string[];
+  policies: readonly ResolvedPolicy[];
+  /** Which Lua script serves these policies. */
+  script: 'mixed' | Algorithm;
+  /** The policies as script arguments: algorithm, limit, window and box for each. */
+  args: readonly string[];
+  cost: number;
+  /** false to look without consuming. */
+  apply: boolean;
+  /**
+   * Instead of deciding: take `cost` as a penalty whatever is left, or give `cost` back to a
+   * consume charged at Unix ms `at` (only into the window it was charged in). The reply then
+   * says what a peek would.
+   */
+  adjust?: Adjustment;
+  /** Unix milliseconds from the limiter's clock; undefined means the store's own clock. */
+  now: number | undefined;
+  /**
+   * Called by a store that gave up on this request, failing its call so that the caller was
+   * answered without it, when the reply comes after all: the request did run, and did what the
+   * reply says. The limiter gives back what such a consume took. A store that never gives up
+   * on a request it may still run need not call it.
+   */
+  late?(reply: StoreReply): void;
+}
+
+/** One policy's answer from a store. */
+export interface PolicyOutcome {
+  allowed: boolean;
+  /** Units of cost that would still be admitted now. */
+  remaining: number;
+  /** Milliseconds until the policy is back at its full limit. */
+  resetMs: number;
+  /** 0 if admitted; `Infinity` if the cost exceeds the limit. */
+  retryAfterMs: number;
+}
+
+/** A store's answer: admitted only if every policy admits, with one outcome per policy, in order. */
+export interface StoreReply {
+  readonly allowed: boolean;
+  readonly policies: readonly PolicyOutcome[];
+  /** Unix ms by the clock the store decided on: what a refund needs to find the window charged. */
+  readonly at?: number;
+}
+
+/** A penalty, or a refund of a consume charged at Unix ms `at`. */
+export type Adjustment =
+  | { readonly kind: 'penalize' }
+  | { readonly kind: 'refund'; readonly at: number };
+
+export interface Store {
+  evaluate(request: StoreRequest): StoreReply | Promise<StoreReply>;
+  reset(keys: readonly string[]): void | Promise<void>;
+  close(): void | Promise<void>;
+  /**
+   * The server that holds these keys, for a store spread over several that fail on their own,
+   * such as the masters of a Redis Cluster. The limiter keeps a circuit breaker per server.
+   */
+  serverOf?(keys: readonly string[]): string;
+  /** Calls `listener` whenever the store's connection comes (back) up; returns the unsubscribe. */
+  onReady?(listener: () => void): () => void;
+}
+
+/** A policy after validation, as stores see it. */
+export interface ResolvedPolicy {
+  readonly name: string;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly algorithm: Algorithm;
+  /** The penalty box in ms; 0 for none. Such a policy has a second key, after all state keys. */
+  readonly blockForMs: number;
+}

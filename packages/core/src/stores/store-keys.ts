@@ -1,0 +1,84 @@
+// The keys of one identity under a plan, and the request that spells them out only when read.
+import type { Plan } from '../shared/plan.ts';
+import type { StoreReply, StoreRequest } from '../shared/types.ts';
+
+/** Hears of a reply that came after the store had given up on `request` (see StoreRequest.late). */
+export type LateReplyListener = (request: IdentityRequest, reply: StoreReply) => void;
+
+/**
+ * The store keys of a plan under a prefix: `<prefix>:{<identity>}<suffix>`, one per policy, all
+ * under the identity's hash tag. A key's namespace is the key with its identity cut out,
+ * `<prefix>:{}<suffix>`, which the memory store files state under.
+ */
+export class KeyLayout {
+  readonly namespaces: readonly string[];
+
+  constructor(
+    readonly prefix: string,
+    readonly plan: Plan,
+  ) {
+    this.namespaces = plan.keySuffixes.map((suffix) => `${prefix}:{}${suffix}`);
+  }
+
+  keysOf(identity: string): string[] {
+    const base = `${this.prefix}:{${identity}}`;
+    return this.plan.keySuffixes.map((suffix) => base + suffix);
+  }
+}
+
+/**
+ * A request for the keys of one identity, which spells them out only when a store reads `keys`:
+ * the memory store finds state by identity and namespace, without building and hashing the
+ * long key strings, which cost more than the rest of a decision in memory.
+ */
+export class IdentityRequest implements StoreRequest {
+  /**
+   * Unix ms when the limiter handed it to a store, read once for the breaker and the memory
+   * store alike: Date.now() costs about 50 ns, a tenth of a decision in memory. NaN until sent.
+   */
+  sentAt = Number.NaN;
+  /** A penalty or a refund in place of a decision. */
+  adjust: StoreRequest['adjust'] = undefined;
+  /**
+   * Once an admitted consume's decision keeps it for a refund: the Unix ms the store charged it
+   * at (undefined from a store that cannot say), and the units not given back yet.
+   */
+  chargedAt: number | undefined = undefined;
+  left = 0;
+  /** For a refund made by `refund()`: the admitted consume it gives back to. */
+  refundOf: IdentityRequest | undefined = undefined;
+  /** The limiter that sent it, to hear of a reply that comes after the store gave up on it. */
+  lateListener: LateReplyListener | undefined = undefined;
+  #keys: readonly string[] | undefined;
+
+  constructor(
+    /** As storageIdentity gives it. */
+    readonly identity: string,
+    readonly layout: KeyLayout,
+    readonly cost: number,
+    readonly apply: boolean,
+    readonly now: number | undefined,
+  ) {}
+
+  // Read from the plan rather than copied: a smaller request, built once per decision.
+  get policies(): StoreRequest['policies'] {
+    return this.layout.plan.policies;
+  }
+
+  get script(): StoreRequest['script'] {
+    return this.layout.plan.script;
+  }
+
+  get args(): StoreRequest['args'] {
+    return this.layout.plan.args;
+  }
+
+  get keys(): readonly string[] {
+    this.#keys ??= this.layout.keysOf(this.identity);
+    return this.#keys;
+  }
+
+  late(reply: StoreReply): void {
+    this.lateListener?.(this, reply);
+  }
+}
