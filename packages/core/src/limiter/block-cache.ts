@@ -1,5 +1,6 @@
 // The opt-in local block cache: an identity the store has just refused is refused in process
 // until its retry time, so an abusive client stops costing Redis a call per request.
+import type { Plan } from '../shared/plan.ts';
 import type { Decision, PolicyDecision } from '../shared/types.ts';
 import { checkObject, checkPositiveInteger, rejectUnknownFields } from '../shared/validation.ts';
 
@@ -22,6 +23,14 @@ interface Block {
  * admits what the store would refuse. A reset on this limiter forgets the identity; a reset
  * elsewhere is seen when the retry time passes.
  */
+/**
+ * The block of one key under one plan. Plans whose policies share names and algorithms share
+ * state keys, and so their blocks.
+ */
+export function blockId(plan: Plan, key: string): string {
+  return `${plan.keySuffixes.join('')}\u0000${key}`;
+}
+
 export class BlockCache {
   readonly #blocks = new Map<string, Block>();
   readonly #maxKeys: number;

@@ -20,6 +20,22 @@ export interface DecisionEvent {
   readonly storeMs: number | undefined;
 }
 
+/** Tells the observers of a decision, where any listen; returns the decision. */
+export function observeDecision(
+  observers: Observers | undefined,
+  decision: Decision,
+  identity: string,
+  consumed: boolean,
+  storeMs: number | undefined,
+): Decision {
+  const observe = observers?.decision;
+  if (observe === undefined) return decision;
+  const outcome =
+    decision.degraded !== undefined ? 'degraded' : decision.allowed ? 'allowed' : 'limited';
+  observe({ decision, identity, consumed, outcome, storeMs });
+  return decision;
+}
+
 export interface StoreErrorEvent {
   /** The server that failed: `host:port` of a Cluster master, '' for a single server. */
   readonly server: string;

@@ -1,0 +1,88 @@
+// After a decision: what an admitted consume took given back (`refund`), or more taken (`penalize`).
+import type { SentinelError } from '../shared/errors.ts';
+import { storageIdentity } from '../shared/fingerprint.ts';
+import type { ConsumeOptions, Decision } from '../shared/types.ts';
+import { checkObject, checkPositiveInteger, fail } from '../shared/validation.ts';
+import { IdentityRequest } from '../stores/store-keys.ts';
+import { type BlockCache, blockId } from './block-cache.ts';
+import { LimiterDecision, toDecision } from './decision.ts';
+import { unknownTierError } from './failure-mode.ts';
+import { checkKey, type Plans } from './plans.ts';
+import type { StoreCalls } from './store-calls.ts';
+
+export interface RefundOptions {
+  /** The decision `consume` resolved with for this key. */
+  decision: Decision;
+  /** Units to give back: a positive integer. @default what the decision took and has not had back */
+  cost?: number;
+}
+
+/** What refunds and penalties need of the limiter. */
+export interface AdjustmentParts {
+  readonly plans: Plans;
+  readonly calls: StoreCalls;
+  readonly blocks: BlockCache | undefined;
+  readonly clock: (() => number) | undefined;
+  readonly report: (error: SentinelError) => void;
+}
+
+/** See `Limiter.refund`. */
+export async function refund(
+  parts: AdjustmentParts,
+  key: string,
+  options: RefundOptions,
+): Promise<boolean> {
+  checkKey(key);
+  checkObject(options, 'options', '{ decision, cost? }');
+  const { decision, cost } = options;
+  checkObject(decision, 'decision', 'the decision consume resolved with');
+  if (cost !== undefined) checkPositiveInteger(cost, 'cost');
+  const charge = LimiterDecision.chargeOf(decision) as IdentityRequest | undefined;
+  // A decision that consumed nothing, or whose store cannot say when it charged, has nothing to give.
+  if (charge === undefined || charge.left === 0 || charge.chargedAt === undefined) return false;
+  const { identity, layout } = charge;
+  if (storageIdentity(key) !== identity) {
+    fail('key', 'is not the key the decision was made for');
+  }
+  const amount = Math.min(cost ?? charge.left, charge.left);
+  // Taken off first, so that a second refund racing this one gives back no more than is left.
+  charge.left -= amount;
+  const request = new IdentityRequest(identity, layout, amount, false, parts.clock?.());
+  request.adjust = { kind: 'refund', at: charge.chargedAt };
+  // Should the store give up on it and Redis run it all the same, the late reply says so.
+  request.refundOf = charge;
+  try {
+    await parts.calls.adjust(request);
+  } catch (error) {
+    // The store did nothing, as far as anyone knows: the units may be given back later. Redis does
+    // nothing with a call that reaches it late, but one it ran just before its deadline may be
+    // answered late: `lateReply` then takes them off again.
+    charge.left += amount;
+    throw error;
+  }
+  // A refusal this process remembers may be out of date now.
+  parts.blocks?.forget(blockId(layout.plan, key));
+  return true;
+}
+
+/** See `Limiter.penalize`. */
+export async function penalize(
+  parts: AdjustmentParts,
+  key: string,
+  options: ConsumeOptions | undefined,
+): Promise<Decision> {
+  checkKey(key);
+  const cost = options?.cost ?? 1;
+  checkPositiveInteger(cost, 'cost');
+  const tier = options?.tier;
+  const compiled = parts.plans.of(tier, options?.policies);
+  if (compiled === undefined) {
+    const error = unknownTierError(tier);
+    parts.report(error);
+    throw error;
+  }
+  const { plan, layout } = compiled;
+  const request = new IdentityRequest(storageIdentity(key), layout, cost, false, parts.clock?.());
+  request.adjust = { kind: 'penalize' };
+  return toDecision(plan, await parts.calls.adjust(request));
+}
