@@ -14,6 +14,7 @@ import {
   rejectUnknownOptions,
 } from '../../shared/validation.ts';
 import { IdentityRequest } from '../store-keys.ts';
+import { IdentityTable } from './identity-table.ts';
 
 export interface MemoryStoreOptions {
   /**
@@ -27,20 +28,6 @@ export interface MemoryStoreOptions {
    * @default 60_000
    */
   sweepIntervalMs?: number;
-}
-
-/**
- * One key: its namespace (the key with its identity cut out, see KeyLayout) and its state, in
- * the list of its identity's keys. The first entry of a list stands for the identity in eviction.
- */
-interface Entry {
-  /** Kept so that eviction can walk the Map's values alone, without an array per step. */
-  identity: string;
-  namespace: string;
-  state: KeyState;
-  next: Entry | undefined;
-  /** On the first entry: the identity was read since eviction last passed it by. */
-  read: boolean;
 }
 
 /**
@@ -58,33 +45,14 @@ function splitKey(key: string): { identity: string; namespace: string } {
 }
 
 /**
- * Keys are filed by identity: one Map entry holds the list of an identity's keys (one per policy
- * of its plans), so a decision looks up the short identity rather than building and hashing its
- * long key strings, and eviction takes an identity's keys together.
+ * The embedded store: each request decided by the algorithms' TypeScript twins, against state
+ * its IdentityTable keeps by identity and evicts past `maxKeys`.
  */
 export class MemoryStore implements Store {
-  readonly #identities = new Map<string, Entry>();
-  /** Keys held, over every identity. */
-  #size = 0;
+  readonly #table: IdentityTable;
   /** Reused by every evaluation: evaluate is synchronous, so one at a time uses them. */
   readonly #input: PolicyInput = { limit: 0, windowMs: 0, cost: 0, now: 0, apply: false };
   readonly #slot: Slot<KeyState> = { state: undefined, spare: undefined };
-  readonly #maxKeys: number;
-  /** Where eviction goes on from, or undefined to start at the oldest: see #evict. */
-  #hand: MapIterator<Entry> | undefined;
-  /** Identities filed since eviction last moved the hand. */
-  #idle = 0;
-  /** The first entry of the identity #read last looked up, as it left it. */
-  #first: Entry | undefined;
-  /** The entry of the identity last evicted, if it had one key: the next new key reuses it. */
-  #spare: Entry | undefined;
-  /**
-   * The state of the key whose entry went to a new key last, and that key's namespace: the
-   * algorithm's twin fills it in for the next new key of that namespace, so of that algorithm.
-   * Keys filed whole share the empty namespace whatever their algorithm: they pass none on.
-   */
-  #spareState: KeyState | undefined;
-  #spareNamespace: string | undefined;
   readonly #sweeper: NodeJS.Timeout;
   /** Requests' clock minus the real one: keys expire on the clock their requests carry. */
   #clockOffset = 0;
@@ -95,9 +63,9 @@ export class MemoryStore implements Store {
     const { maxKeys = 100_000, sweepIntervalMs = 60_000 } = options;
     checkPositiveInteger(maxKeys, 'maxKeys');
     checkPositiveInteger(sweepIntervalMs, 'sweepIntervalMs');
-    this.#maxKeys = maxKeys;
+    this.#table = new IdentityTable(maxKeys);
     this.#sweeper = setInterval(
-      () => this.#sweep(Date.now() + this.#clockOffset - EPOCH_MS),
+      () => this.#table.sweep(Date.now() + this.#clockOffset - EPOCH_MS),
       sweepIntervalMs,
     );
     this.#sweeper.unref();
@@ -105,7 +73,7 @@ export class MemoryStore implements Store {
 
   /** Keys held now, expired ones included until they are swept or read. */
   get size(): number {
-    return this.#size;
+    return this.#table.size;
   }
 
   evaluate(request: StoreRequest): StoreReply {
@@ -147,20 +115,14 @@ export class MemoryStore implements Store {
   reset(keys: readonly string[]): void {
     for (const key of keys) {
       const { identity, namespace } = splitKey(key);
-      const entry = this.#find(identity, namespace);
-      if (entry !== undefined) this.#remove(identity, entry);
+      const entry = this.#table.find(identity, namespace);
+      if (entry !== undefined) this.#table.remove(identity, entry);
     }
   }
 
   close(): void {
     clearInterval(this.#sweeper);
-    this.#identities.clear();
-    this.#size = 0;
-    this.#hand = undefined;
-    this.#first = undefined;
-    this.#spare = undefined;
-    this.#spareState = undefined;
-    this.#spareNamespace = undefined;
+    this.#table.clear();
   }
 
   /**
@@ -195,7 +157,7 @@ export class MemoryStore implements Store {
       if (policy.blockForMs > 0) {
         boxAt = box++;
         if (boxes) {
-          const entry = this.#read(
+          const entry = this.#table.read(
             this.#identityAt(identities, boxAt),
             namespaces[boxAt] as string,
             now,
@@ -203,29 +165,23 @@ export class MemoryStore implements Store {
           if (entry !== undefined) held = entry.state.expiresAt - now;
         }
       }
-      const entry = this.#read(identity, namespaces[i] as string, now);
+      const entry = this.#table.read(identity, namespaces[i] as string, now);
       input.limit = policy.limit;
       input.windowMs = policy.windowMs;
       input.apply = consume && held <= 0;
       slot.state = entry?.state;
-      if (entry === undefined && namespaces[i] === this.#spareNamespace) {
-        slot.spare = this.#spareState;
-      }
+      if (entry === undefined) slot.spare = this.#table.spareFor(namespaces[i] as string);
       const outcome = evaluators[policy.algorithm](input, slot);
       const next = slot.state;
-      if (next !== undefined && next === slot.spare) {
-        // Taken: no other key may have it.
-        this.#spareState = undefined;
-        this.#spareNamespace = undefined;
-      }
+      if (next !== undefined && next === slot.spare) this.#table.spareTaken();
       slot.state = undefined;
       slot.spare = undefined;
       if (next === undefined) {
-        if (entry !== undefined) this.#remove(identity, entry);
+        if (entry !== undefined) this.#table.remove(identity, entry);
       } else if (entry !== undefined) {
         entry.state = next;
       } else {
-        this.#insert(identity, namespaces[i] as string, next, this.#first);
+        this.#table.insertAfterRead(identity, namespaces[i] as string, next);
       }
       if (held > 0) {
         // In the box: refused until it ends, and nothing consumed.
@@ -255,9 +211,9 @@ export class MemoryStore implements Store {
 
   /** Puts an identity in a policy's box for `ms`, as SET <box> 1 PX ms does. */
   #hold(identity: string, namespace: string, now: number, ms: number): void {
-    const entry = this.#read(identity, namespace, now);
+    const entry = this.#table.read(identity, namespace, now);
     if (entry !== undefined) entry.state = { expiresAt: now + ms };
-    else this.#insert(identity, namespace, { expiresAt: now + ms }, this.#first);
+    else this.#table.insertAfterRead(identity, namespace, { expiresAt: now + ms });
   }
 
   /** Takes a penalty, or gives a refund back, per policy: the twins of ADJUSTMENTS. */
@@ -275,7 +231,7 @@ export class MemoryStore implements Store {
     for (let i = 0; i < policies.length; i++) {
       const policy = policies[i] as StoreRequest['policies'][number];
       const identity = this.#identityAt(identities, i);
-      const entry = this.#read(identity, namespaces[i] as string, now);
+      const entry = this.#table.read(identity, namespaces[i] as string, now);
       input.limit = policy.limit;
       input.windowMs = policy.windowMs;
       slot.state = entry?.state;
@@ -283,140 +239,11 @@ export class MemoryStore implements Store {
       const next = slot.state;
       slot.state = undefined;
       if (next === undefined) {
-        if (entry !== undefined) this.#remove(identity, entry);
+        if (entry !== undefined) this.#table.remove(identity, entry);
       } else if (entry !== undefined) {
         entry.state = next;
       } else {
-        this.#insert(identity, namespaces[i] as string, next, this.#first);
-      }
-    }
-  }
-
-  #find(identity: string, namespace: string): Entry | undefined {
-    let entry = this.#identities.get(identity);
-    while (entry !== undefined && entry.namespace !== namespace) entry = entry.next;
-    return entry;
-  }
-
-  /**
-   * A key's live entry, its identity marked used; an expired key reads as absent. Marking is one
-   * field write: keeping the Map in exact use order would cost a delete and an insert per read.
-   */
-  #read(identity: string, namespace: string, now: number): Entry | undefined {
-    const first = this.#identities.get(identity);
-    this.#first = first;
-    if (first === undefined) return undefined;
-    first.read = true;
-    let entry: Entry | undefined = first;
-    while (entry !== undefined && entry.namespace !== namespace) entry = entry.next;
-    if (entry === undefined) return undefined;
-    if (entry.state.expiresAt <= now) {
-      // Gone for good, as in Redis: a later request with an earlier clock must not revive it.
-      this.#remove(identity, entry);
-      this.#first = first === entry ? entry.next : first;
-      return undefined;
-    }
-    return entry;
-  }
-
-  /**
-   * Files a new key; a new identity comes last in eviction order, as not read yet. `known` is
-   * the identity's first entry as #read found it, which spares a lookup unless eviction ran.
-   */
-  #insert(identity: string, namespace: string, state: KeyState, known: Entry | undefined): void {
-    let first = known;
-    if (this.#size >= this.#maxKeys) {
-      while (this.#size >= this.#maxKeys && this.#evict());
-      // Eviction may have taken this very identity.
-      if (first !== undefined) first = this.#identities.get(identity);
-    } else if (++this.#idle > this.#maxKeys) {
-      // An iterator holds on to every table the Map has outgrown since it last moved: a hand
-      // left still while keys come and go would keep them all. Past maxKeys new keys without
-      // an eviction it is let go, and the next eviction starts a hand at the oldest identity.
-      this.#hand = undefined;
-      this.#idle = 0;
-    }
-    let entry = this.#spare;
-    if (entry === undefined) {
-      entry = { identity, namespace, state, next: undefined, read: false };
-    } else {
-      // Recycled: under a flood every new key evicts one, and its entry would be old garbage.
-      this.#spare = undefined;
-      if (entry.namespace !== '') {
-        this.#spareState = entry.state;
-        this.#spareNamespace = entry.namespace;
-      }
-      entry.identity = identity;
-      entry.namespace = namespace;
-      entry.state = state;
-      entry.read = false;
-    }
-    if (first === undefined) {
-      this.#identities.set(identity, entry);
-    } else {
-      // After the first, which keeps the identity's place and mark.
-      entry.next = first.next;
-      first.next = entry;
-    }
-    this.#size++;
-  }
-
-  #remove(identity: string, entry: Entry): void {
-    const first = this.#identities.get(identity) as Entry;
-    this.#size--;
-    if (first === entry) {
-      if (entry.next === undefined) {
-        this.#identities.delete(identity);
-      } else {
-        entry.next.read = entry.read;
-        this.#identities.set(identity, entry.next);
-      }
-      return;
-    }
-    let before = first;
-    while (before.next !== entry) before = before.next as Entry;
-    before.next = entry.next;
-  }
-
-  /**
-   * Evicts one identity, approximately the least recently used, as the CLOCK algorithm does: a
-   * hand goes round the identities in insertion order, and one read since the hand last passed
-   * it is spared once. The hand is one iterator kept across evictions: a fresh one would walk
-   * past every entry deleted at the front of the Map since it last compacted, which under a
-   * flood of new keys is most of it.
-   */
-  #evict(): boolean {
-    this.#idle = 0;
-    for (;;) {
-      const first = this.#advance();
-      if (first === undefined) return false;
-      if (!first.read) {
-        this.#identities.delete(first.identity);
-        for (let entry: Entry | undefined = first; entry !== undefined; entry = entry.next) {
-          this.#size--;
-        }
-        if (first.next === undefined) this.#spare = first;
-        return true;
-      }
-      first.read = false;
-    }
-  }
-
-  /** The identity under the hand, which then moves on; round to the first after the last. */
-  #advance(): Entry | undefined {
-    let next = this.#hand?.next();
-    if (next === undefined || next.done) {
-      this.#hand = this.#identities.values();
-      next = this.#hand.next();
-      if (next.done) return undefined;
-    }
-    return next.value;
-  }
-
-  #sweep(now: number): void {
-    for (const [identity, first] of this.#identities) {
-      for (let entry: Entry | undefined = first; entry !== undefined; entry = entry.next) {
-        if (entry.state.expiresAt <= now) this.#remove(identity, entry);
+        this.#table.insertAfterRead(identity, namespaces[i] as string, next);
       }
     }
   }
