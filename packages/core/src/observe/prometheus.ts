@@ -65,6 +65,22 @@ export function prometheusMetrics(
   if (typeof (registry as Partial<Registry>).registerMetric !== 'function') {
     fail('registry', 'must be a prom-client Registry');
   }
+  const settings = resolveOptions(options);
+  let byPrefix = observers.get(registry);
+  if (byPrefix === undefined) {
+    byPrefix = new Map();
+    observers.set(registry, byPrefix);
+  }
+  const existing = byPrefix.get(settings.prefix);
+  if (existing) return existing;
+  const observer = observerOf(registerMetrics(registry, settings));
+  byPrefix.set(settings.prefix, observer);
+  return observer;
+}
+
+type Settings = Required<PrometheusMetricsOptions>;
+
+function resolveOptions(options: PrometheusMetricsOptions): Settings {
   checkObject(options, 'options');
   rejectUnknownFields(options, OPTION_NAMES, 'options');
   const {
@@ -89,54 +105,37 @@ export function prometheusMetrics(
   }
   checkPositiveInteger(nearLimitWindowMs, 'nearLimitWindowMs');
   checkPositiveInteger(maxTrackedIdentities, 'maxTrackedIdentities');
+  return { prefix, buckets, nearLimit, nearLimitWindowMs, maxTrackedIdentities };
+}
 
-  let byPrefix = observers.get(registry);
-  if (byPrefix === undefined) {
-    byPrefix = new Map();
-    observers.set(registry, byPrefix);
-  }
-  const existing = byPrefix.get(prefix);
-  if (existing) return existing;
+/** The metrics an observer keeps, registered on one registry under one prefix. */
+interface Metrics {
+  readonly decisions: DecisionCounts;
+  readonly storeDuration: StoreDuration;
+  readonly storeErrors: Counter<'code' | 'server'>;
+  readonly storeUp: Gauge<'server'>;
+  readonly breakerOpen: Gauge<'server'>;
+  readonly lateRefunds: Counter<'tier' | 'outcome'>;
+  readonly near: NearLimit;
+}
 
+function registerMetrics(registry: Registry, settings: Settings): Metrics {
+  const { prefix, buckets, nearLimit, nearLimitWindowMs, maxTrackedIdentities } = settings;
   const registers = [registry];
   // Decisions are counted here and handed to prom-client when it collects: its inc() hashes
   // and checks the label set on every call, which would cost as much as a decision in memory.
-  const pending = new DecisionCounts();
+  const decisions = new DecisionCounts();
   new Counter({
     name: `${prefix}decisions_total`,
     help: 'Rate limit decisions, by tier, deciding policy and outcome (allowed, limited, degraded).',
     labelNames: ['tier', 'policy', 'outcome'] as const,
     registers,
     collect() {
-      pending.flush((labels, count) => this.inc(labels, count));
+      decisions.flush((labels, count) => this.inc(labels, count));
     },
   });
   const storeDuration = new StoreDuration(`${prefix}store_duration_seconds`, buckets);
   registry.registerMetric(storeDuration as unknown as Metric);
-  const storeErrors = new Counter({
-    name: `${prefix}store_errors_total`,
-    help: 'Store failures, by error code and server.',
-    labelNames: ['code', 'server'] as const,
-    registers,
-  });
-  const storeUp = new Gauge({
-    name: `${prefix}store_up`,
-    help: '0 from a store server failing until it answers again, else 1.',
-    labelNames: ['server'] as const,
-    registers,
-  });
-  const breakerOpen = new Gauge({
-    name: `${prefix}breaker_open`,
-    help: '1 while the circuit breaker skips a store server, else 0.',
-    labelNames: ['server'] as const,
-    registers,
-  });
-  const lateRefunds = new Counter({
-    name: `${prefix}late_refunds_total`,
-    help: 'Consumes answered degraded that the store had admitted all the same, by tier and by whether their cost was given back (refunded) or stays taken (failed).',
-    labelNames: ['tier', 'outcome'] as const,
-    registers,
-  });
   const near = new NearLimit(nearLimit, nearLimitWindowMs, maxTrackedIdentities);
   new Gauge({
     name: `${prefix}near_limit_identities`,
@@ -148,11 +147,45 @@ export function prometheusMetrics(
       for (const [tier, count] of near.countByTier(Date.now())) this.set({ tier }, count);
     },
   });
+  return {
+    decisions,
+    storeDuration,
+    near,
+    storeErrors: new Counter({
+      name: `${prefix}store_errors_total`,
+      help: 'Store failures, by error code and server.',
+      labelNames: ['code', 'server'] as const,
+      registers,
+    }),
+    storeUp: new Gauge({
+      name: `${prefix}store_up`,
+      help: '0 from a store server failing until it answers again, else 1.',
+      labelNames: ['server'] as const,
+      registers,
+    }),
+    breakerOpen: new Gauge({
+      name: `${prefix}breaker_open`,
+      help: '1 while the circuit breaker skips a store server, else 0.',
+      labelNames: ['server'] as const,
+      registers,
+    }),
+    lateRefunds: new Counter({
+      name: `${prefix}late_refunds_total`,
+      help: 'Consumes answered degraded that the store had admitted all the same, by tier and by whether their cost was given back (refunded) or stays taken (failed).',
+      labelNames: ['tier', 'outcome'] as const,
+      registers,
+    }),
+  };
+}
 
-  const observer: Observer = {
+/** The observer that keeps `metrics` from the limiter's events. */
+function observerOf(metrics: Metrics): Observer {
+  const { decisions, storeDuration, storeErrors, storeUp, breakerOpen, lateRefunds, near } =
+    metrics;
+  return {
     decision(event) {
       const { decision, outcome, storeMs } = event;
-      pending.add(decision.tier ?? '', decision.policy, outcome);
+      decisions.add(decision.tier ?? '', decision.policy, outcome);
       if (storeMs !== undefined) storeDuration.observe(storeMs / 1000);
       if (event.consumed && outcome !== 'degraded') near.saw(event);
     },
@@ -169,8 +202,6 @@ export function prometheusMetrics(
       lateRefunds.inc({ tier: tier ?? '', outcome: error === undefined ? 'refunded' : 'failed' });
     },
   };
-  byPrefix.set(prefix, observer);
-  return observer;
 }
 
 /** The identities seen past the near-limit share lately, by when and under which tier. */
