@@ -129,6 +129,8 @@ export class MemoryStore implements Store {
    * One pass over the policies, the twin of one pass of `decide` in lua/prelude.lua: `consume`
    * writes what admits; `apply` (a consume, in either pass) puts an identity that a policy with
    * a box refuses in that box; `boxes` false reads no box, as after a penalty or a refund.
+   * One function, past a screen, on purpose: it is the memory store's whole decision, run for
+   * every policy of every request, and it reads step for step against the script's loop.
    */
   #run(
     { policies }: StoreRequest,
