@@ -12,7 +12,7 @@
 -- then per plan: its policy count, and per policy the algorithm, limit, window in milliseconds
 -- and penalty box in milliseconds (0 for none); then per request: its plan (from 1), its cost
 -- and its mode ('1' to consume, '0' to peek, 'p' or 'r<at>': see `decide` in
--- lua/prelude.lua). A request's keys are its policies' keys, then its box keys.
+-- lua/prelude/decision.lua). A request's keys are its policies' keys, then its box keys.
 --
 -- Returns each request's answer as lua/evaluate.lua gives it, without the clock, all in one flat
 -- list, then the Redis clock; or { the Redis clock } alone when the call arrived after ARGV[2]

@@ -6,7 +6,7 @@
 -- ARGV[2]          cost of the request, a positive integer
 -- ARGV[3]          '1' to consume, '0' to only look (peek), 'p' to take the cost as a
 --                  penalty, 'r<at>' to give back the cost of a consume charged at script time
---                  <at> (see `decide` in lua/prelude.lua)
+--                  <at> (see `decide` in lua/prelude/decision.lua)
 -- ARGV[4]          Unix milliseconds by the Redis clock after which the caller no longer waits
 --                  for this call, or '' for no such time
 -- ARGV[4i+1]       algorithm of policy i (from 1)
@@ -15,7 +15,7 @@
 -- ARGV[4i+4]       penalty box of policy i in milliseconds, or 0 for none
 --
 -- Returns { per policy `remaining, reset_ms` if it admits, `-1 - remaining, reset_ms, retry_ms`
--- if not (see `answer` in lua/prelude.lua), then the Redis clock in Unix milliseconds }, or
+-- if not (see `answer` in lua/prelude/reply.lua), then the Redis clock in Unix milliseconds }, or
 -- { the Redis clock } alone when the call arrived after ARGV[4] and did nothing. Integers only,
 -- so the reply reads the same over RESP2 and RESP3. src/stores/redis/reply.ts decodes it; keep
 -- the two in step.

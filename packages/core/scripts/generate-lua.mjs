@@ -1,9 +1,9 @@
-// Compiles lua/*.lua into src/stores/redis/scripts.generated.ts, so nothing reads .lua files at
-// runtime, and the constants the TypeScript twins share with the scripts into
+// Compiles lua/*.lua and lua/prelude/*.lua into src/stores/redis/scripts.generated.ts, so nothing
+// reads .lua files at runtime, and the constants the TypeScript twins share with the scripts into
 // src/shared/lua-constants.generated.ts. With --check it only verifies that both committed modules
 // are current, and fails if either is stale.
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,12 +23,13 @@ const algorithms = [
   'sliding-window-counter',
   'sliding-window-log',
 ];
-// Every lua/*.lua file but the prelude and the two entry points (evaluate, batch) is an algorithm,
-// listed above, that registers under its own name.
-const files = readdirSync(join(root, 'lua'))
-  .filter((file) => file.endsWith('.lua'))
-  .map((file) => file.slice(0, -'.lua'.length))
-  .filter((name) => !['prelude', 'evaluate', 'batch'].includes(name));
+const luaFiles = (folder) =>
+  readdirSync(join(root, folder))
+    .filter((file) => file.endsWith('.lua'))
+    .map((file) => file.slice(0, -'.lua'.length));
+// Every lua/*.lua file but the two entry points (evaluate, batch) is an algorithm, listed above,
+// that registers under its own name.
+const files = luaFiles('lua').filter((name) => !['evaluate', 'batch'].includes(name));
 for (const name of files) {
   if (!algorithms.includes(name)) throw new Error(`lua/${name}.lua is not in the algorithm list`);
 }
@@ -38,13 +39,57 @@ for (const name of algorithms) {
   }
 }
 
-const prelude = lua('prelude');
+// The prelude: what every script holds before its algorithms, one concept to a file of
+// lua/prelude/, joined in this order. Lua sees a local only below its definition, so each part
+// may use only what the parts above it define; the check below holds the list to that.
+const parts = [
+  // ARGS_PER_POLICY, FIELDS_PER_POLICY, OUTCOMES and `answer`: how a call's policies come in and
+  // their outcomes go out
+  'reply',
+  // ALGORITHMS, ADJUSTMENTS and WRITES_ITSELF: the tables the algorithm files register into
+  'registry',
+  // STATES, GIVEN_NOW, HELD, EXPIRY_MARGIN_MS, and read_state, write_state, save_state and
+  // drop_state, through which every state and box key is read and written
+  'state',
+  // EPOCH_MS, and `begin`, which clears the state above and reads Redis's TIME
+  'clock',
+  // `decide`: a request against all its policies, all-or-nothing, with boxes, penalties, refunds
+  'decision',
+  // gcd, scale, ms_after and mul_div, the exact arithmetic of the rate algorithms
+  'fixed-point',
+];
+for (const part of parts) {
+  if (!existsSync(join(root, 'lua/prelude', `${part}.lua`))) {
+    throw new Error(`lua/prelude/${part}.lua is missing`);
+  }
+}
+for (const name of luaFiles('lua/prelude')) {
+  if (!parts.includes(name)) throw new Error(`lua/prelude/${name}.lua is not a part listed here`);
+}
+const partCode = parts.map((part) => lua(`prelude/${part}`));
+// A local used by a part above the one that defines it would be read there as an unset global,
+// which Redis refuses only when that line runs: so the order is checked here.
+const uncommented = partCode.map((text) => text.replaceAll(/--.*$/gm, ''));
+partCode.forEach((text, i) => {
+  for (const [, list] of text.matchAll(/^local (?:function )?([\w, ]+)/gm)) {
+    for (const name of list.split(',').map((word) => word.trim())) {
+      const use = new RegExp(`\\b${name}\\b`);
+      const user = uncommented.slice(0, i).findIndex((above) => use.test(above));
+      if (user >= 0) {
+        throw new Error(
+          `lua/prelude/${parts[user]}.lua uses ${name}, which lua/prelude/${parts[i]}.lua defines below it`,
+        );
+      }
+    }
+  }
+});
+const prelude = partCode.join('\n');
 const evaluate = lua('evaluate');
 // Constants the TypeScript side shares with the scripts: the epoch, and the layout of a policy's
-// arguments, which it builds.
+// arguments, which it builds. Each is read from whichever part defines it.
 const constant = (name) => {
-  const value = new RegExp(`local ${name} = (\\d+)`).exec(prelude)?.[1];
-  if (!value) throw new Error(`lua/prelude.lua must define ${name}`);
+  const value = new RegExp(`^local ${name} = (\\d+)$`, 'm').exec(prelude)?.[1];
+  if (!value) throw new Error(`no part of lua/prelude/ defines ${name}`);
   return value;
 };
 const epoch = constant('EPOCH_MS');

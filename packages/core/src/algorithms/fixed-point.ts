@@ -28,7 +28,7 @@ const MIN_STEPS_PER_WINDOW = 1_000;
  * lcm(limit, window) as a full bucket (10^9 per 365 days: 3.9 × 10^12), and if that is still too
  * large count time in coarser steps that divide the window: refills then land at step
  * boundaries, at most one step (a thousandth of the window) early or late.
- * The twin of `scale` in lua/prelude.lua.
+ * The twin of `scale` in lua/prelude/fixed-point.lua.
  */
 export function scale(limit: number, window: number, units: Units): boolean {
   if (limit * window <= Number.MAX_SAFE_INTEGER) {
@@ -62,7 +62,7 @@ export const MUL_DIV_BOUND = 2 ** 44;
 /**
  * floor(a × b / c) exactly, for a and c below 2^44 and any safe b, without forming a × b: long
  * multiplication over b's base-256 digits, carrying the remainder, keeps every step below 2^53.
- * The twin of `mul_div` in lua/prelude.lua.
+ * The twin of `mul_div` in lua/prelude/fixed-point.lua.
  */
 export function mulDiv(a: number, b: number, c: number): number {
   let place = 1;

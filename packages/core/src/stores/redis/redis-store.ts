@@ -427,7 +427,7 @@ export class RedisStore implements Store {
   }
 }
 
-/** A request's mode as lua/prelude.lua's `decide` reads it. */
+/** A request's mode as `decide` (lua/prelude/decision.lua) reads it. */
 function mode({ apply, adjust }: StoreRequest): string {
   if (adjust === undefined) return apply ? '1' : '0';
   return adjust.kind === 'penalize' ? 'p' : `r${adjust.at - EPOCH_MS}`;

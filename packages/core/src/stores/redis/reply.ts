@@ -1,8 +1,8 @@
 // The Lua scripts' reply, decoded in one place, by name. Its layout, the trailing Redis clock
 // taken off: per policy `remaining, reset_ms` for one that admits, and `-1 - remaining,
 // reset_ms, retry_ms` for one that refuses, with a retry of -1 for never (see `answer` in
-// lua/prelude.lua); a request admits when every policy does. A batch's reply is its requests'
-// answers one after the other. Integers only, so it reads the same over RESP2 and RESP3.
+// lua/prelude/reply.lua); a request admits when every policy does. A batch's reply is its
+// requests' answers one after the other. Integers only, so it reads the same over RESP2 and RESP3.
 import { retryAfterOf } from '../../algorithms/evaluation.ts';
 import type { PolicyOutcome, StoreReply } from '../../shared/types.ts';
 

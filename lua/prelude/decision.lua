@@ -1,0 +1,101 @@
+-- `decide`: one request against all its policies, all-or-nothing, with penalty boxes, penalties
+-- and refunds. Shared by both entry scripts, whatever mix of algorithms the policies use.
+
+-- Decides one request against its `count` policies, whose keys start at KEYS[key] and whose
+-- algorithm, limit, window and box quadruples start at ARGV[arg]; a policy with a box (a
+-- penalty box of that many ms, else 0) has a second key, after all the policies' keys. Writes
+-- OUTCOMES[0], 1 or 0 for the request, then allowed, remaining, reset_ms and retry_ms per
+-- policy from OUTCOMES[1] (see `answer`), and returns how many keys it used. `mode` is '1' to
+-- consume, '0' to look (a peek), 'p' to take `cost` as a penalty, or 'r<at>' to give back
+-- `cost` charged at script time `at`.
+-- Several policies consume all-or-nothing, so a rejection anywhere consumes nothing anywhere:
+-- each policy decides as if it consumed, its write held back (HELD), and the writes are made
+-- only once every policy has admitted; on a rejection the policies that admitted are looked at
+-- again for what the reply shows, their state untouched. An algorithm in WRITES_ITSELF cannot
+-- hold its writes back, so its policies first all look, then all consume. An identity in a
+-- policy's box is refused by it until the box ends; a consume refused by a policy with a box
+-- puts the identity in it.
+local function decide(key, arg, count, cost, now, mode)
+  local outcomes = OUTCOMES
+  local boxes = key + count
+  if mode ~= '1' and mode ~= '0' then
+    local at = tonumber(string.match(mode, '^r(%-?%d+)$'))
+    local amount = cost
+    if at then amount = -cost end
+    outcomes[0] = 1
+    for i = 0, count - 1 do
+      local a = arg + ARGS_PER_POLICY * i
+      local name, k, limit, window = ARGV[a], KEYS[key + i], ARGV[a + 1] + 0, ARGV[a + 2] + 0
+      ADJUSTMENTS[name](k, limit, window, amount, now, at)
+      local allowed, remaining, reset, retry = ALGORITHMS[name](k, limit, window, 1, now, false)
+      if allowed == 0 then outcomes[0] = 0 end
+      local o = 1 + FIELDS_PER_POLICY * i
+      outcomes[o], outcomes[o + 1], outcomes[o + 2], outcomes[o + 3] =
+        allowed, remaining, reset, retry
+      if ARGV[a + 3] + 0 > 0 then boxes = boxes + 1 end
+    end
+    return boxes - key
+  end
+  local apply = mode == '1'
+  local consume = apply and count == 1
+  if apply and not consume then
+    consume = true
+    for i = 0, count - 1 do
+      if WRITES_ITSELF[ARGV[arg + ARGS_PER_POLICY * i]] then consume = false end
+    end
+    if consume then HELD, HELD_N = true, 0 end
+  end
+  while true do
+    outcomes[0] = 1
+    local b = key + count
+    for i = 0, count - 1 do
+      local a = arg + ARGS_PER_POLICY * i
+      local box_ms = ARGV[a + 3] + 0
+      local box, held = nil, 0
+      if box_ms > 0 then
+        -- The box holds the time it ends, on the scripts' clock, like every other state.
+        box, b = KEYS[b], b + 1
+        local ends = tonumber(read_state(box))
+        if ends then held = ends - now end
+      end
+      local allowed, remaining, reset, retry =
+        ALGORITHMS[ARGV[a]](KEYS[key + i], ARGV[a + 1] + 0, ARGV[a + 2] + 0, cost, now, consume and held <= 0)
+      -- A retry of -1 (a cost over the limit) stays: no wait admits it.
+      if held > 0 then
+        -- In the box: refused until it ends, and nothing consumed.
+        allowed, remaining, reset = 0, 0, math.max(reset, held)
+        if retry >= 0 then retry = math.max(retry, held) end
+      elseif allowed == 0 and apply and box then
+        write_state(box, string.format('%d', now + box_ms), box_ms)
+        reset = math.max(reset, box_ms)
+        if retry >= 0 then retry = math.max(retry, box_ms) end
+      end
+      if allowed == 0 then outcomes[0] = 0 end
+      local o = 1 + FIELDS_PER_POLICY * i
+      outcomes[o], outcomes[o + 1], outcomes[o + 2], outcomes[o + 3] =
+        allowed, remaining, reset, retry
+    end
+    if HELD then
+      HELD = nil
+      if outcomes[0] == 1 then
+        for w = 1, HELD_N, 4 do
+          write_state(HELD_WRITES[w], HELD_WRITES[w + 1], HELD_WRITES[w + 2], HELD_WRITES[w + 3])
+        end
+      else
+        -- Refused: what a look shows for each policy that would have admitted. Those refused
+        -- decided without consuming, and the box they entered shows in their outcome already.
+        for i = 0, count - 1 do
+          local o = 1 + FIELDS_PER_POLICY * i
+          if outcomes[o] == 1 then
+            local a = arg + ARGS_PER_POLICY * i
+            outcomes[o], outcomes[o + 1], outcomes[o + 2], outcomes[o + 3] =
+              ALGORITHMS[ARGV[a]](KEYS[key + i], ARGV[a + 1] + 0, ARGV[a + 2] + 0, cost, now, false)
+          end
+        end
+      end
+      return b - key
+    end
+    if consume or not apply or outcomes[0] == 0 then return b - key end
+    consume = true
+  end
+end

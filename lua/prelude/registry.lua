@@ -1,0 +1,18 @@
+-- The tables each algorithm file registers its functions into, by name, and `decide` calls
+-- them through: the one place an algorithm joins the scripts.
+
+-- algorithm name -> function(key, limit, window, cost, now, apply)
+--   returns allowed (1|0), remaining, reset_ms (until full again), retry_ms (0 if allowed, -1 never)
+--   and writes the new state only when apply is true and the request is allowed.
+local ALGORITHMS = {}
+
+-- algorithm name -> function(key, limit, window, amount, now, at)
+--   takes `amount` more (a penalty) whatever is left, or with a negative amount and `at`, the
+--   time a consume was charged at, gives that much back (a refund): never past a full limit,
+--   and never into a window other than the one charged.
+local ADJUSTMENTS = {}
+
+-- algorithm name -> true for one whose state is not one string written by save_state (the
+-- sliding-window log's sorted set, written by its own commands): its writes cannot be held
+-- back (see `decide`).
+local WRITES_ITSELF = {}
