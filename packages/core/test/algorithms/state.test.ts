@@ -18,7 +18,7 @@ const REDIS_STORES = STORES.filter((store) => store !== 'memory');
 /** Real time a PTTL read may lag the script that set it: one round trip on a busy machine. */
 const PTTL_SLACK_MS = 500;
 
-/** A key's TTL as a write sets it: its reset and a ms more (EXPIRY_MARGIN_MS, lua/prelude.lua). */
+/** A key's TTL as a write sets it: its reset and a ms more (EXPIRY_MARGIN_MS, lua/prelude/state.lua). */
 const keyTtl = (resetMs: number) => resetMs + 1;
 
 describe.each(REDIS_STORES)('with the %s store', (store) => {
@@ -188,7 +188,7 @@ describe.each(['fixed-window', 'sliding-window-counter'] as const)(
 );
 
 // Every expiry a script sets is its state's reset and a millisecond more (EXPIRY_MARGIN_MS in
-// lua/prelude.lua), since Redis 7.2 and later time it from the script's start, which can read a
+// lua/prelude/state.lua), since Redis 7.2 and later time it from the script's start, which can read a
 // millisecond before TIME. Redis 7.0 times it from the command itself, so the margin shows in
 // the argument: watched with MONITOR, under a given clock, which makes every write a PX.
 describe('the expiry a write sets', () => {

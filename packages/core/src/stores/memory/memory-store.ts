@@ -100,7 +100,7 @@ export class MemoryStore implements Store {
       // Then what a peek would say, as the script replies; its boxes aside, as the script's are.
       return this.#run(request, identities, namespaces, now, 1, false, false, at, false);
     }
-    // Several policies consume all or none, as in lua/prelude.lua: here a look at every policy,
+    // Several policies consume all or none, as in lua/prelude/decision.lua: here a look at every policy,
     // then the consume when all admit.
     const { apply, cost } = request;
     if (request.policies.length === 1 || !apply) {
@@ -126,7 +126,7 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * One pass over the policies, the twin of one pass of `decide` in lua/prelude.lua: `consume`
+   * One pass over the policies, the twin of one pass of `decide` in lua/prelude/decision.lua: `consume`
    * writes what admits; `apply` (a consume, in either pass) puts an identity that a policy with
    * a box refuses in that box; `boxes` false reads no box, as after a penalty or a refund.
    * One function, past a screen, on purpose: it is the memory store's whole decision, run for
