@@ -1,0 +1,148 @@
+// One request's check: what it counts as, the limiter's decision on it, and the verdict.
+import type { Limiter } from '../limiter/limiter.ts';
+import type { ConsumeOptions, Decision } from '../shared/types.ts';
+import type { BanCounter } from './ban.ts';
+import { type Charge, chargeOf } from './charge.ts';
+import { knowsState } from './headers.ts';
+import type { HttpSettings } from './http-options.ts';
+import { byIp, type Identity, type RequestLike } from './identity.ts';
+import type { Charged, RefundByOutcome } from './refund-by-outcome.ts';
+import { failedClosed, LEFT_ALONE, rejectedKey, type Verdict, verdictOn } from './verdict.ts';
+
+/** What an unknown API key is counted by in shadow mode, where it may not be refused. */
+const identifyByIp = byIp() as (req: RequestLike) => Identity | null;
+
+/** Refused by its limits for now: not for a cost no wait admits, nor by a failing store. */
+function refusedForNow(decision: Decision): boolean {
+  return !decision.allowed && knowsState(decision) && Number.isFinite(decision.retryAfterMs);
+}
+
+/**
+ * Checks requests against one limiter. A chain of callbacks rather than async functions: no
+ * promise of its own on top of the limiter's, on every request.
+ */
+export class RequestChecks<Req extends RequestLike, Res> {
+  readonly #settings: HttpSettings<Req, Res>;
+  readonly #limiter: Limiter;
+  readonly #bans: BanCounter | undefined;
+  readonly #refunds: RefundByOutcome<Req, Res>;
+  readonly #report: (error: unknown, req: Req) => void;
+
+  constructor(
+    settings: HttpSettings<Req, Res>,
+    limiter: Limiter,
+    bans: BanCounter | undefined,
+    refunds: RefundByOutcome<Req, Res>,
+    report: (error: unknown, req: Req) => void,
+  ) {
+    this.#settings = settings;
+    this.#limiter = limiter;
+    this.#bans = bans;
+    this.#refunds = refunds;
+    this.#report = report;
+  }
+
+  /** A request whose skip, identify or cost failed: reported, then the failure mode decides. */
+  #failed(error: unknown, req: Req): Verdict {
+    this.#report(error, req);
+    const { failClosed, shadow } = this.#settings;
+    return failClosed && !shadow ? failedClosed() : LEFT_ALONE;
+  }
+
+  /** What to answer a request: its skip, identify and cost, then its decision. */
+  check(req: Req): Promise<Verdict> {
+    let charge: Charge | undefined | Promise<Charge | undefined>;
+    try {
+      charge = chargeOf(req, this.#settings);
+    } catch (error) {
+      return Promise.resolve().then(() => this.#failed(error, req));
+    }
+    if (charge instanceof Promise) {
+      return charge.then(
+        (found) => this.#decide(req, found),
+        (error: unknown) => this.#failed(error, req),
+      );
+    }
+    return this.#decide(req, charge);
+  }
+
+  /** The verdict on a request, once its charge is known. */
+  #decide(req: Req, charge: Charge | undefined): Promise<Verdict> {
+    if (charge === undefined) return Promise.resolve(LEFT_ALONE);
+    let { identity } = charge;
+    if (identity === 'unauthorized') {
+      if (!this.#settings.shadow) return Promise.resolve(rejectedKey());
+      // Shadow mode may not refuse it: count the request as if it carried no key.
+      identity = identifyByIp(req);
+    }
+    const key = identity?.key ?? 'anonymous';
+    const options = { cost: charge.cost, tier: identity?.tier, policies: identity?.policies };
+    const within = identity?.within;
+    if (within !== undefined) return this.#decideWithin(req, charge.cost, key, options, within);
+    return this.#limiter.consume(key, options).then(
+      (decision) => this.#verdictFor(req, charge.cost, key, decision),
+      // The limiter answers store failures with a decision: only a cost it refuses lands here.
+      (error: unknown) => this.#failed(error, req),
+    );
+  }
+
+  /**
+   * An identity counted within another, such as an unverified key within its client IP: the
+   * outer budget first, so that a client inventing keys stops at its IP's limit without touching
+   * their budgets, then the identity's own. What the outer one took is given back when the own
+   * one refuses. Answered with the decision that refused, or else the one with less left.
+   */
+  #decideWithin(
+    req: Req,
+    cost: number,
+    key: string,
+    options: ConsumeOptions,
+    within: string,
+  ): Promise<Verdict> {
+    return this.#limiter.consume(within, { cost }).then(
+      (outer) => {
+        if (!outer.allowed) return this.#verdictFor(req, cost, within, outer);
+        return this.#limiter.consume(key, options).then((own) => {
+          if (!own.allowed) {
+            this.#limiter
+              .refund(within, { decision: outer })
+              .catch((error: unknown) => this.#report(error, req));
+            return this.#verdictFor(req, cost, key, own);
+          }
+          if (outer.remaining < own.remaining) {
+            return this.#verdictFor(req, cost, within, outer, { key, decision: own });
+          }
+          return this.#verdictFor(req, cost, key, own, { key: within, decision: outer });
+        });
+      },
+      (error: unknown) => this.#failed(error, req),
+    );
+  }
+
+  #verdictFor(
+    req: Req,
+    cost: number,
+    key: string,
+    decision: Decision,
+    also?: Charged,
+  ): Verdict | Promise<Verdict> {
+    const { onLimited, shadow, now } = this.#settings;
+    const bans = this.#bans;
+    if (decision.error) this.#report(decision.error, req);
+    this.#refunds.charged(key, decision, also);
+    if (!decision.allowed && decision.degraded !== 'deny' && onLimited) {
+      try {
+        onLimited(req, decision);
+      } catch (error) {
+        this.#report(error, req);
+      }
+    }
+    // Shadow mode refuses nothing, so nothing there counts towards a ban.
+    if (bans && !shadow && refusedForNow(decision)) {
+      return bans
+        .count(key, decision, (error) => this.#report(error, req))
+        .then((ban) => verdictOn(decision, cost, this.#settings, now, ban));
+    }
+    return verdictOn(decision, cost, this.#settings, now);
+  }
+}
