@@ -11,6 +11,10 @@ export interface SlidingWindowCounterState extends KeyState {
   previous: number;
 }
 
+/**
+ * The twin of ALGORITHMS['sliding-window-counter'], kept in one piece as the script is, so that
+ * the two read line for line.
+ */
 export const slidingWindowCounter: Evaluate<SlidingWindowCounterState> = (
   { limit, windowMs: window, cost, now, apply },
   slot,

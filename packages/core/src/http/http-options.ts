@@ -147,7 +147,10 @@ function checkBan(value: unknown): asserts value is number {
   }
 }
 
-/** Checks this layer's options once, at construction; createLimiter checks the rest. */
+/**
+ * Checks this layer's options once, at construction; createLimiter checks the rest. One list of
+ * options with their defaults, each checked in turn: longer than a screen, and flat.
+ */
 export function resolveHttpOptions<Req extends RequestLike, Res>(
   options: HttpLimiterOptions<Req, Res>,
 ): HttpSettings<Req, Res> {

@@ -58,6 +58,10 @@ export interface Limiter {
   close(): Promise<void>;
 }
 
+/**
+ * Builds a limiter. Past a screen on purpose: `decide`, inside it, is the request path, and
+ * reads top to bottom as the steps of one decision, each of which lives in a file of its own.
+ */
 export function createLimiter(options: LimiterOptions): Limiter {
   const resolved = resolveOptions(options);
   // Last, once every option is known good: it may open a connection.

@@ -119,6 +119,7 @@ interface Metrics {
   readonly near: NearLimit;
 }
 
+/** Declares each metric once, by name, help and labels: a list, longer than a screen. */
 function registerMetrics(registry: Registry, settings: Settings): Metrics {
   const { prefix, buckets, nearLimit, nearLimitWindowMs, maxTrackedIdentities } = settings;
   const registers = [registry];

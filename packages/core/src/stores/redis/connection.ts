@@ -168,6 +168,7 @@ async function loadOn(client: NodeRedisLikeClient | undefined, source: string): 
   return client.functionLoad(source, { REPLACE: true });
 }
 
+/** node-redis behind RedisConnection: one short adapter per method, as the other clients have. */
 function fromNodeRedis(client: NodeRedisLikeClient): RedisConnection {
   let opened = client.isOpen;
   return {

@@ -150,31 +150,46 @@ export class RedisStore implements Store {
     return this.#call(keys, writer, (call, node) => {
       const group = this.#batchGroup(keys[0] as string);
       if (group === undefined) return alone(call, node);
-      // The batch settles the call straight from its reply: no promise per member between them.
-      this.#batches.join(group, node, {
-        call,
-        script,
-        keys,
-        policies: args,
-        cost: String(cost),
-        mode: mode(request),
-        settle: (reply, start) => {
-          if (reply === undefined) {
-            if (call.wanted) this.#settle(call, node, alone(call, node));
-            return;
-          }
-          let decoded: StoreReply;
-          try {
-            decoded = decodeReply(reply, count, call.clock, start);
-          } catch (error) {
-            this.#failed(call, node, error);
-            return;
-          }
-          call.resolve(decoded);
-        },
-        fail: (error) => this.#failed(call, node, error),
-      });
+      this.#joinBatch(group, node, call, request, alone);
       return undefined;
+    });
+  }
+
+  /**
+   * Adds a call to its group's batch, which settles it straight from its reply: no promise per
+   * member between them. A batch that could not take it (it went out alone, or was no longer
+   * wanted by all but one) leaves it to be sent `alone`.
+   */
+  #joinBatch(
+    group: string,
+    node: RedisNode,
+    call: RedisCall,
+    request: StoreRequest,
+    alone: (call: RedisCall, node: RedisNode) => Promise<StoreReply | undefined>,
+  ): void {
+    const count = request.policies.length;
+    this.#batches.join(group, node, {
+      call,
+      script: request.script,
+      keys: request.keys,
+      policies: request.args,
+      cost: String(request.cost),
+      mode: mode(request),
+      settle: (reply, start) => {
+        if (reply === undefined) {
+          if (call.wanted) this.#settle(call, node, alone(call, node));
+          return;
+        }
+        let decoded: StoreReply;
+        try {
+          decoded = decodeReply(reply, count, call.clock, start);
+        } catch (error) {
+          this.#failed(call, node, error);
+          return;
+        }
+        call.resolve(decoded);
+      },
+      fail: (error) => this.#failed(call, node, error),
     });
   }
 

@@ -41,7 +41,9 @@ export function isNoScriptError(error: unknown): boolean {
  * a cold burst costs one load, not one EVAL per call. Before every send the call is asked whether
  * it is still wanted: one that gave up sends nothing more. `args[expiryArg]` (by default
  * EXPIRY_ARG) is rewritten for every send. Resolves with the reply, without its trailing server
- * clock, or with undefined once the call is no longer wanted.
+ * clock, or with undefined once the call is no longer wanted. One loop, past a screen, on
+ * purpose: each turn is one send, and every reason to send again sits beside the proof that the
+ * code did not run, so that no path can count a request twice.
  */
 export async function evaluateScript(
   client: ScriptClient,
