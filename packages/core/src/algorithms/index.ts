@@ -8,8 +8,9 @@ import { slidingWindowLog, slidingWindowLogAdjust } from './sliding-window-log.t
 import { tokenBucket, tokenBucketAdjust } from './token-bucket.ts';
 
 /**
- * Typed by the generated list of algorithms: one missing here fails to compile. A key holds one
- * algorithm's state only, since its name ends with the algorithm.
+ * Checked against the generated list of algorithms (`satisfies`): one missing here, or one the
+ * scripts do not have, fails to compile. Each twin then widens to any key's state, which is
+ * safe since a key holds one algorithm's state only: its name ends with the algorithm.
  */
 export const evaluators = {
   'token-bucket': tokenBucket,
@@ -17,7 +18,7 @@ export const evaluators = {
   'fixed-window': fixedWindow,
   'sliding-window-counter': slidingWindowCounter,
   'sliding-window-log': slidingWindowLog,
-} as Record<Algorithm, Evaluate<KeyState>>;
+} satisfies Record<Algorithm, unknown> as Record<Algorithm, Evaluate<KeyState>>;
 
 /** The twins of the scripts' ADJUSTMENTS: penalties and refunds, by algorithm name. */
 export const adjusters = {
@@ -26,6 +27,6 @@ export const adjusters = {
   'fixed-window': fixedWindowAdjust,
   'sliding-window-counter': slidingWindowCounterAdjust,
   'sliding-window-log': slidingWindowLogAdjust,
-} as Record<Algorithm, Adjust<KeyState>>;
+} satisfies Record<Algorithm, unknown> as Record<Algorithm, Adjust<KeyState>>;
 
 export type { Adjust, Evaluate, KeyState, PolicyInput, Slot } from './evaluation.ts';
