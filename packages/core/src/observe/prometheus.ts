@@ -158,18 +158,16 @@ function registerMetrics(registry: Registry, settings: Settings): Metrics {
       labelNames: ['code', 'server'] as const,
       registers,
     }),
-    storeUp: new Gauge({
-      name: `${prefix}store_up`,
-      help: '0 from a store server failing until it answers again, else 1.',
-      labelNames: ['server'] as const,
-      registers,
-    }),
-    breakerOpen: new Gauge({
-      name: `${prefix}breaker_open`,
-      help: '1 while the circuit breaker skips a store server, else 0.',
-      labelNames: ['server'] as const,
-      registers,
-    }),
+    storeUp: serverGauge(
+      registry,
+      `${prefix}store_up`,
+      '0 from a store server failing until it answers again, else 1.',
+    ),
+    breakerOpen: serverGauge(
+      registry,
+      `${prefix}breaker_open`,
+      '1 while the circuit breaker skips a store server, else 0.',
+    ),
     lateRefunds: new Counter({
       name: `${prefix}late_refunds_total`,
       help: 'Consumes answered degraded that the store had admitted all the same, by tier and by whether their cost was given back (refunded) or stays taken (failed).',
@@ -177,6 +175,11 @@ function registerMetrics(registry: Registry, settings: Settings): Metrics {
       registers,
     }),
   };
+}
+
+/** A gauge of one value per store server. */
+function serverGauge(registry: Registry, name: string, help: string): Gauge<'server'> {
+  return new Gauge({ name, help, labelNames: ['server'] as const, registers: [registry] });
 }
 
 /** The observer that keeps `metrics` from the limiter's events. */
