@@ -25,15 +25,17 @@ export {
   type ApiKeyTenant,
   byApiKey,
   byHeader,
+  type HeaderOptions,
+  type UnverifiedCredential,
+} from './http/credentials.ts';
+export {
   byIp,
   chain,
-  type HeaderOptions,
   type Identifier,
   type IdentifyResult,
   type Identity,
   type IpOptions,
   type RequestLike,
-  type UnverifiedCredential,
 } from './http/identity.ts';
 export {
   BANNED,
