@@ -4,6 +4,15 @@
 
 export { ipIdentity, ipMatcher } from './http/client-ip.ts';
 export {
+  type ApiKeyIdentifier,
+  type ApiKeyOptions,
+  type ApiKeyTenant,
+  byApiKey,
+  byHeader,
+  type HeaderOptions,
+  type UnverifiedCredential,
+} from './http/credentials.ts';
+export {
   draft6Headers,
   draft7Headers,
   draft11Headers,
@@ -19,15 +28,6 @@ export {
   type HttpLimiterOptions,
   type Verdict,
 } from './http/http-limiter.ts';
-export {
-  type ApiKeyIdentifier,
-  type ApiKeyOptions,
-  type ApiKeyTenant,
-  byApiKey,
-  byHeader,
-  type HeaderOptions,
-  type UnverifiedCredential,
-} from './http/credentials.ts';
 export {
   byIp,
   chain,

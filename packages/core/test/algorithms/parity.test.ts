@@ -2,7 +2,12 @@
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CLIENTS, type ClientName, connect, uniquePrefix } from '../../../../test/harness/clients.ts';
+import {
+  CLIENTS,
+  type ClientName,
+  connect,
+  uniquePrefix,
+} from '../../../../test/harness/clients.ts';
 import {
   ALGORITHMS,
   type Algorithm,

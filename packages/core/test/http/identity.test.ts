@@ -1,6 +1,5 @@
 // Identifiers: API keys hashed and looked up once, tenant headers, client IPs grouped, chains.
 import { describe, expect, it } from 'vitest';
-import { FingerprintCache } from '../../src/shared/fingerprint.ts';
 import {
   byApiKey,
   byHeader,
@@ -11,6 +10,7 @@ import {
   ipMatcher,
   storageIdentity,
 } from '../../src/index.ts';
+import { FingerprintCache } from '../../src/shared/fingerprint.ts';
 
 const request = (headers: Record<string, string | string[]>, ip?: string) => ({ headers, ip });
 

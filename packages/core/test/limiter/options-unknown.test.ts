@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { connect } from '../../../../test/harness/clients.ts';
 import { createLimiter, type LimiterOptions, MemoryStore, RedisStore } from '../../src/index.ts';
 import { LIMITER_OPTION_NAMES } from '../../src/limiter/limiter.ts';
-import { PEER_OPTION_NAMES } from '../../src/shared/peer-option-names.ts';
 import { POLICY_FIELDS } from '../../src/limiter/policy.ts';
+import { PEER_OPTION_NAMES } from '../../src/shared/peer-option-names.ts';
 import { rejectUnknownFields, rejectUnknownOptions } from '../../src/shared/validation.ts';
 import { constructionError } from '../construction-errors.ts';
 

@@ -1,7 +1,7 @@
 // The onError reporter: every error reaches onError, a throwing onError warns, none warns once.
 import { describe, expect, it } from 'vitest';
-import { SentinelError } from '../../src/shared/errors.ts';
 import { createReporter } from '../../src/observe/reporter.ts';
+import { SentinelError } from '../../src/shared/errors.ts';
 import { recordWarnings } from '../construction-errors.ts';
 
 const warnings = recordWarnings();

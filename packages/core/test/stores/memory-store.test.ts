@@ -226,7 +226,16 @@ describe('a process using a MemoryStore', () => {
     outDir = await mkdtemp(join(tmpdir(), 'sentinel-memory-store-'));
     await run(
       join(packageDir, 'node_modules/.bin/tsdown'),
-      ['--no-config', 'src/stores/memory/memory-store.ts', '--format', 'esm', '--platform', 'node', '-d', outDir],
+      [
+        '--no-config',
+        'src/stores/memory/memory-store.ts',
+        '--format',
+        'esm',
+        '--platform',
+        'node',
+        '-d',
+        outDir,
+      ],
       { cwd: packageDir },
     );
   });

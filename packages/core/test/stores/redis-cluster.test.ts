@@ -6,7 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { naiveTokenBucket } from '../../../../examples/race-demo/naive-limiter.ts';
 import { CLIENTS, type ClientName, uniquePrefix } from '../../../../test/harness/clients.ts';
 import { besideCpuHog } from '../../../../test/harness/cpu-hog.ts';
-import { keySlot, type RedisCluster, startCluster } from '../../../../test/harness/redis-cluster.ts';
+import {
+  keySlot,
+  type RedisCluster,
+  startCluster,
+} from '../../../../test/harness/redis-cluster.ts';
 import { failOnError } from '../../../../test/harness/store-errors.ts';
 import {
   ALGORITHMS,

@@ -17,8 +17,8 @@ import {
 } from '../../../../test/harness/own-redis.ts';
 import { type RedisProcess, startRedis } from '../../../../test/harness/redis-server.ts';
 import { ALGORITHMS, createLimiter, RedisStore, type SentinelError } from '../../src/index.ts';
-import { library, type ScriptName, scripts } from '../../src/stores/redis/scripts.generated.ts';
 import { decodeReply, isExpired } from '../../src/stores/redis/reply.ts';
+import { library, type ScriptName, scripts } from '../../src/stores/redis/scripts.generated.ts';
 
 const run = promisify(execFile);
 
