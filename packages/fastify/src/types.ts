@@ -48,7 +48,7 @@ export interface SentinelOptions extends HttpLimiterOptions<FastifyRequest, Fast
 /**
  * The plugin's limiters, as `app.sentinel`: to `peek` at or `reset` an identity in the very
  * budgets requests count against, over the same store, without building a limiter of your own.
- * @example await app.sentinel.limiter.reset(`key:${tenant}`)
+ * @example await app.sentinel.limiter.reset(`tenant:${tenantId}`)
  */
 export interface SentinelLimiters {
   /**
