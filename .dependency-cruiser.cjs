@@ -159,14 +159,13 @@ module.exports = {
     {
       name: 'no-circular',
       comment:
-        'A cycle with a run-time import in it means neither module can be loaded, read or tested ' +
-        'without the other, and ES modules may meet a binding before it is initialised; one of ' +
-        'them holds something that belongs in a layer below. A cycle of type-only imports is ' +
-        'erased at build time and is tolerated inside one folder; across folders the layer rules ' +
-        'above already forbid one of its imports.',
+        'In a cycle neither module can be read, tested or moved without the other, and with a ' +
+        'run-time import ES modules may meet a binding before it is initialised: one of them ' +
+        'holds something that belongs in a module both can import. Type-only cycles count too: ' +
+        'they tie the modules together just the same, in the source and in the published .d.ts.',
       severity: 'error',
       from: {},
-      to: { circular: true, via: { dependencyTypesNot: ['type-only', 'type-import'] } },
+      to: { circular: true },
     },
     {
       name: 'not-to-dev-dep',

@@ -3,13 +3,14 @@
 
 import { ARGS_PER_POLICY } from '../../shared/lua-constants.generated.ts';
 import type { StoreRequest } from '../../shared/types.ts';
-import type { RedisCall, Send } from './call.ts';
+import type { RedisCall } from './call.ts';
 import type { RedisConnection } from './connection.ts';
 import type { FunctionLibrary } from './function-library.ts';
 import type { RedisNode } from './node.ts';
 import { answerLength } from './reply.ts';
-import { evaluateScript, type ScriptCall } from './script-evaluator.ts';
+import { evaluateScript } from './script-evaluator.ts';
 import { type LuaScript, scripts } from './scripts.generated.ts';
+import type { ScriptCall, Send } from './send.ts';
 
 /** Requests per batch at most: a script blocks Redis while it runs, so a batch stays short. */
 export const MAX_BATCH = 64;

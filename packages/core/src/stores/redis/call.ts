@@ -3,7 +3,7 @@ import type { SentinelError } from '../../shared/errors.ts';
 import type { StoreReply, StoreRequest } from '../../shared/types.ts';
 import { listeningTime } from './listening-time.ts';
 import type { RedisNode } from './node.ts';
-import type { ScriptCall } from './script-evaluator.ts';
+import type { ScriptCall, Send } from './send.ts';
 
 /** The wall-clock backstop of a call, in multiples of `timeout`. */
 export const BACKSTOP_TIMEOUTS = 10;
@@ -15,18 +15,6 @@ export const BACKSTOP_TIMEOUTS = 10;
  */
 export function giveUpLead(timeout: number): number {
   return Math.min(2, timeout / 5);
-}
-
-/** One send of a call: when it went out, and the deadline it runs under. */
-export interface Send {
-  /** performance.now() when it went out. */
-  readonly at: number;
-  /** listeningTime() then. */
-  readonly listening: number;
-  /** performance.now() before which the store may not give up on it. */
-  readonly mayGiveUpAt: number;
-  /** The silence, in listening ms, after which it gives up. */
-  readonly deadline: number;
 }
 
 /** A call in flight: its server, when it was made and last sent, and whether anyone still waits. */

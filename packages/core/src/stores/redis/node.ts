@@ -1,7 +1,7 @@
 // One Redis server as the store sees it: when it was last heard, its clock, its script loads.
 
-import type { Send } from './call.ts';
 import { listeningTime } from './listening-time.ts';
+import type { Send } from './send.ts';
 import { ServerClock } from './server-clock.ts';
 
 /**

@@ -1,29 +1,15 @@
 // Runs a script by FCALL or SHA: one load per server on NOSCRIPT, and a resend when Redis ran it
 // too late.
 import { SentinelError } from '../../shared/errors.ts';
-import type { Send } from './call.ts';
 import type { RedisConnection } from './connection.ts';
 import { type FunctionLibrary, isNoFunctionError, isRefusal } from './function-library.ts';
 import type { RedisNode } from './node.ts';
 import { isExpired } from './reply.ts';
 import type { LuaScript } from './scripts.generated.ts';
+import type { ScriptCall } from './send.ts';
 
 /** The commands the evaluator needs, as every RedisConnection has them. */
 export type ScriptClient = Pick<RedisConnection, 'evalsha' | 'eval' | 'fcall' | 'isReplyError'>;
-
-/** A call in flight, as the evaluator sees it. */
-export interface ScriptCall {
-  /** False once the caller has been answered without Redis: from then on nothing is sent. */
-  readonly wanted: boolean;
-  /** Marks a command of the call going out now, and returns the expiry argument it carries. */
-  sending(): string;
-  /** The latest send, once `sending()` has been called. */
-  readonly sent: Send | undefined;
-  /** Whether a call that Redis ran after its expiry may be sent again. */
-  mayResend(): boolean;
-  /** Set to the Redis clock, in Unix ms, of the run whose reply the call resolves with. */
-  clock?: number;
-}
 
 /** The index of the expiry in the script's arguments (ARGV[4] in lua/evaluate.lua). */
 export const EXPIRY_ARG = 3;
