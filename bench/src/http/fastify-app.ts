@@ -23,9 +23,13 @@ async function limit(
       return floor.close;
     }
     case 'sentinel':
-      // Its limiter closes with the app.
-      await app.register(sentinel, sentinelOptions(redisUrl));
-      return async () => {};
+    case 'sentinel-by-key':
+    case 'sentinel-own-client': {
+      // Its limiter closes with the app; a client the app made is the app's to close.
+      const { options, close } = sentinelOptions(variant, redisUrl);
+      await app.register(sentinel, options);
+      return close;
+    }
     case '@fastify/rate-limit': {
       const redis = await connect(redisUrl);
       await app.register(fastifyRateLimit, { redis, max: HUGE_LIMIT, timeWindow: WINDOW_MS });

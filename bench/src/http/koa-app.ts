@@ -22,9 +22,12 @@ async function limiterOf(
       };
       return { use, close: floor.close };
     }
-    case 'sentinel': {
-      const limit = sentinel(sentinelOptions(redisUrl));
-      return { use: limit, close: limit.close };
+    case 'sentinel':
+    case 'sentinel-by-key':
+    case 'sentinel-own-client': {
+      const { options, close } = sentinelOptions(variant, redisUrl);
+      const limit = sentinel(options);
+      return { use: limit, close: () => limit.close().then(close) };
     }
     case 'koa-ratelimit': {
       const db = await connect(redisUrl);

@@ -1,19 +1,41 @@
-// Sentinel's options in every app: its defaults, the Redis URL, a limit nothing reaches, and a
-// count of the failures it reports. A decision taken without Redis (past the deadline, or with
+// Sentinel's options in every app: a limit nothing reaches, a count of the failures it reports,
+// and the set-up the variant names. A decision taken without Redis (past the deadline, or with
 // the breaker open) answers early, which would flatter Sentinel's figures: the suite reports them.
-import { HUGE_LIMIT, WINDOW_MS } from './variants.ts';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Redis } from 'ioredis';
+import { API_KEY_HEADER, HUGE_LIMIT, type SentinelVariant, WINDOW_MS } from './variants.ts';
 
 let failures = 0;
 
-export function sentinelOptions(redisUrl: string) {
-  return {
-    redisUrl,
+/** The `identify` users write when they trust the key a request names, synchronous. */
+function identifyByKey(req: { headers: IncomingHttpHeaders }) {
+  return { key: req.headers[API_KEY_HEADER] as string };
+}
+
+/** The variant's options, and what closes the client the app owns, if it made one. */
+export function sentinelOptions(variant: SentinelVariant, redisUrl: string) {
+  const common = {
     limit: HUGE_LIMIT,
     window: WINDOW_MS,
     onError() {
       failures++;
     },
   };
+  switch (variant) {
+    case 'sentinel':
+      return { options: { ...common, redisUrl }, close: async () => {} };
+    case 'sentinel-by-key':
+      return { options: { ...common, redisUrl, identify: identifyByKey }, close: async () => {} };
+    case 'sentinel-own-client': {
+      // As a user writes it: ioredis's defaults, not the settings Sentinel gives its own client.
+      const { hostname, port } = new URL(redisUrl);
+      const redis = new Redis({ host: hostname, port: Number(port) });
+      return {
+        options: { ...common, redis, identify: identifyByKey },
+        close: async () => void (await redis.quit()),
+      };
+    }
+  }
 }
 
 /** The failures Sentinel reported in this process so far. */

@@ -18,6 +18,12 @@ const SERVER = fileURLToPath(new URL('server.ts', import.meta.url));
 const PUBLISHED = fileURLToPath(new URL('../lib/published-sentinel.mjs', import.meta.url));
 const STARTUP_MS = 60_000;
 
+/** Kills the servers still running should the bench exit: one listener for them all, however many. */
+const running = new Set<() => void>();
+process.once('exit', () => {
+  for (const kill of running) kill();
+});
+
 /** The numbers the server prints: its port once it listens, its failures as it stops. */
 function reports(child: ChildProcess, name: string) {
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
@@ -46,7 +52,7 @@ export async function startServer(
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const killed = (): void => void child.kill('SIGKILL');
-  process.once('exit', killed);
+  running.add(killed);
   const exited = once(child, 'close');
   const printed = reports(child, `${framework} ${variant}`);
   printed.failures.catch(() => {});
@@ -56,7 +62,7 @@ export async function startServer(
     port = await printed.port;
   } catch (error) {
     killed();
-    process.off('exit', killed);
+    running.delete(killed);
     throw error;
   } finally {
     clearTimeout(startup);
@@ -71,7 +77,7 @@ export async function startServer(
         await exited;
         clearTimeout(timer);
       }
-      process.off('exit', killed);
+      running.delete(killed);
       return printed.failures.catch(() => undefined);
     },
   };

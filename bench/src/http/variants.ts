@@ -1,5 +1,6 @@
-// Which servers the HTTP suite starts: per framework, the bare app, the one-call floor, Sentinel
-// and that framework's usual Redis-backed peers. Shared by the suite and the server entry point.
+// Which servers the HTTP suite can start: per framework, the bare app, the one-call floor, Sentinel
+// as three kinds of user set it up, and that framework's usual Redis-backed peers. Shared by the
+// suite and the server entry point.
 export const FRAMEWORKS = ['express', 'koa', 'fastify'] as const;
 export type Framework = (typeof FRAMEWORKS)[number];
 
@@ -9,17 +10,29 @@ export const PEERS = {
   fastify: ['@fastify/rate-limit'],
 } as const satisfies Record<Framework, readonly string[]>;
 
-export type Variant = 'bare' | 'floor' | 'sentinel' | (typeof PEERS)[Framework][number];
+/**
+ * Sentinel's set-ups: `sentinel`, its defaults and `redisUrl` (identity by IP); `sentinel-by-key`,
+ * `redisUrl` and a synchronous `identify` that takes the `x-api-key` header as it comes;
+ * `sentinel-own-client`, that `identify` and the app's own ioredis client (`redis`).
+ */
+export const SENTINELS = ['sentinel', 'sentinel-by-key', 'sentinel-own-client'] as const;
+export type SentinelVariant = (typeof SENTINELS)[number];
+
+export type Variant = 'bare' | 'floor' | SentinelVariant | (typeof PEERS)[Framework][number];
 
 export function variantsOf(framework: Framework): readonly Variant[] {
-  return ['bare', 'floor', 'sentinel', ...PEERS[framework]];
+  return ['bare', 'floor', ...SENTINELS, ...PEERS[framework]];
+}
+
+export function isSentinel(variant: Variant): variant is SentinelVariant {
+  return (SENTINELS as readonly Variant[]).includes(variant);
 }
 
 /** Every limiter runs at this many requests a minute, so nothing is refused and each does its full work. */
 export const HUGE_LIMIT = 1e9;
 export const WINDOW_MS = 60_000;
 
-/** The header that tells connections apart: Sentinel's default identity reads it. */
+/** The header the load keys requests by: the floor and Sentinel's `identify` by key read it. */
 export const API_KEY_HEADER = 'x-api-key';
 
 /** A running server, as each framework's app module hands it back. */
