@@ -1,5 +1,6 @@
 // Turns a store's reply into a decision, and builds the decisions of degraded modes.
 import type { SentinelError } from '../shared/errors.ts';
+import type { Plan } from '../shared/plan.ts';
 import type {
   Decision,
   PolicyDecision,
@@ -8,7 +9,6 @@ import type {
   StoreErrorMode,
   StoreReply,
 } from '../shared/types.ts';
-import type { Plan } from './policy.ts';
 
 /**
  * A decision as the limiter makes it: the public fields, and out of sight (a private field,

@@ -9,6 +9,7 @@ import {
 } from '../observe/observer.ts';
 import { createReporter } from '../observe/reporter.ts';
 import type { SentinelError } from '../shared/errors.ts';
+import type { Plan } from '../shared/plan.ts';
 import type { PolicyOptions, Store, StoreErrorMode, TierOptions } from '../shared/types.ts';
 import {
   checkFunction,
@@ -25,7 +26,7 @@ import { toRedisConnection } from '../stores/redis/connection.ts';
 import { type RedisClient, RedisStore } from '../stores/redis/redis-store.ts';
 import { type BlockCache, type BlockCacheOptions, resolveBlockCache } from './block-cache.ts';
 import { type CircuitBreakerOptions, CircuitBreakers } from './circuit-breaker.ts';
-import { type Plan, POLICY_FIELDS, resolvePlan } from './policy.ts';
+import { POLICY_FIELDS, resolvePlan } from './policy.ts';
 
 /**
  * The limiter's options. The fields of one policy (`name`, `limit`, `window`, `algorithm`,

@@ -1,8 +1,9 @@
 // Per-call policies, a tenant's own limits, compiled once per distinct set and kept bounded.
 
+import type { Plan } from '../shared/plan.ts';
 import type { TierOptions } from '../shared/types.ts';
 import { KeyLayout } from '../stores/store-keys.ts';
-import { type Plan, resolvePlan } from './policy.ts';
+import { resolvePlan } from './policy.ts';
 
 /** A set of policies as the request path runs it. */
 export interface CompiledPlan {

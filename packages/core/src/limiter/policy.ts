@@ -9,8 +9,6 @@ import {
   type TierOptions,
 } from '../shared/types.ts';
 
-export type { Plan };
-
 import {
   checkObject,
   checkOneOf,
