@@ -2,6 +2,7 @@
 // to change.
 
 export {
+  adapterLimiter,
   adapterOptions,
   handlerAnswers,
   type RouteLayering,

@@ -1,15 +1,9 @@
 // rateLimit(): Express middleware that asks core's HTTP limiter and turns its verdict into a response.
+import type { Decision, HttpLimiterOptions, Limiter } from '@sentinel/core';
 import {
-  createHttpLimiter,
-  type Decision,
-  type HttpLimiter,
-  type HttpLimiterOptions,
-  type Limiter,
-} from '@sentinel/core';
-import {
+  adapterLimiter,
   adapterOptions,
   checkFunction,
-  connectOnce,
   handlerAnswers,
   routeLayering,
 } from '@sentinel/core/internal';
@@ -87,17 +81,9 @@ function writeHeaders(res: Response, headers: Record<string, string>): void {
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const given = adapterOptions(options, 'options', EXPRESS_ONLY);
-  if (given.handler !== undefined) checkFunction(given.handler, 'handler');
-  // From `redisUrl`, one client for this middleware and every one its route() makes.
-  const connection = connectOnce(given);
-  const { handler, ...limiterOptions } = connection.options;
-  let http: HttpLimiter<Request, Response>;
-  try {
-    http = createHttpLimiter<Request, Response>(limiterOptions);
-  } catch (error) {
-    void connection.close();
-    throw error;
-  }
+  const { handler } = given;
+  if (handler !== undefined) checkFunction(handler, 'handler');
+  const { http, connection } = adapterLimiter<Request, Response, RateLimitOptions>(given);
 
   async function sentinelRateLimit(req: Request, res: Response, next: NextFunction) {
     let verdict: Awaited<ReturnType<typeof http.check>>;

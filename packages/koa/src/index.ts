@@ -1,15 +1,9 @@
 // @sentinel/koa: Koa middleware that maps a request to core's HTTP limiter and its verdict to a response.
+import type { Decision, HttpLimiterOptions, Limiter } from '@sentinel/core';
 import {
-  createHttpLimiter,
-  type Decision,
-  type HttpLimiter,
-  type HttpLimiterOptions,
-  type Limiter,
-} from '@sentinel/core';
-import {
+  adapterLimiter,
   adapterOptions,
   checkFunction,
-  connectOnce,
   handlerAnswers,
   routeLayering,
 } from '@sentinel/core/internal';
@@ -77,17 +71,9 @@ export interface RateLimitMiddleware extends Middleware {
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const given = adapterOptions(options, 'options', KOA_ONLY);
-  if (given.handler !== undefined) checkFunction(given.handler, 'handler');
-  // From `redisUrl`, one client for this middleware and every one its route() makes.
-  const connection = connectOnce(given);
-  const { handler, ...httpOptions } = connection.options;
-  let http: HttpLimiter<Context, undefined>;
-  try {
-    http = createHttpLimiter<Context, undefined>(httpOptions);
-  } catch (error) {
-    void connection.close();
-    throw error;
-  }
+  const { handler } = given;
+  if (handler !== undefined) checkFunction(handler, 'handler');
+  const { http, connection } = adapterLimiter<Context, undefined, RateLimitOptions>(given);
 
   async function sentinelRateLimit(ctx: Context, next: Next): Promise<void> {
     const verdict = await http.check(ctx);

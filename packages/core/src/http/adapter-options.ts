@@ -1,11 +1,18 @@
 // The checks and rules every adapter applies the same way, so the three fail and answer alike.
 
 import { LIMITER_OPTION_NAMES } from '../limiter/options.ts';
-import type { SharedConnection } from '../limiter/shared-connection.ts';
+import { connectOnce, type SharedConnection } from '../limiter/shared-connection.ts';
 import type { Decision } from '../shared/types.ts';
 import { checkObject, rejectUnknownOptions } from '../shared/validation.ts';
-import { type HttpLimiterOptions, mergeHttpLimiterOptions, type Verdict } from './http-limiter.ts';
+import {
+  createHttpLimiter,
+  type HttpLimiter,
+  type HttpLimiterOptions,
+  mergeHttpLimiterOptions,
+  type Verdict,
+} from './http-limiter.ts';
 import { HTTP_OPTION_NAMES } from './http-options.ts';
+import type { RequestLike } from './identity.ts';
 
 /**
  * The options an adapter was given, checked to be an object. None (undefined or null) counts as
@@ -26,6 +33,26 @@ export function adapterOptions<T extends object>(
     rejectUnknownOptions(options, known, '@sentinel/core');
   }
   return options;
+}
+
+/**
+ * An adapter's HTTP limiter, over the one Redis client built from `redisUrl` for it and every
+ * limiter its `route()` makes (see connectOnce), which is closed again if the options prove bad.
+ * The adapter's own `handler` is left out: it is the adapter's to apply.
+ */
+export function adapterLimiter<
+  Req extends RequestLike,
+  Res,
+  Options extends HttpLimiterOptions<Req, Res> & { handler?: unknown },
+>(given: Options): { http: HttpLimiter<Req, Res>; connection: SharedConnection<Options> } {
+  const connection = connectOnce(given);
+  const { handler: _, ...options } = connection.options;
+  try {
+    return { http: createHttpLimiter<Req, Res>(options), connection };
+  } catch (error) {
+    void connection.close();
+    throw error;
+  }
 }
 
 /** A refusal whose decision a custom `handler` may answer. */
