@@ -6,7 +6,7 @@ import { rateLimit as expressRateLimit } from 'express-rate-limit';
 import { type RedisReply, RedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { connect, createFloor } from './redis-clients.ts';
-import { sentinelOptions } from './sentinel-options.ts';
+import { sentinelMiddleware } from './sentinel-options.ts';
 import { HUGE_LIMIT, type Running, type Variant, WINDOW_MS } from './variants.ts';
 
 /** The limiter middleware of a variant, and what closes the resources it holds. */
@@ -27,9 +27,7 @@ async function limiterOf(
     case 'sentinel':
     case 'sentinel-by-key':
     case 'sentinel-own-client': {
-      const { options, close } = sentinelOptions(variant, redisUrl);
-      const limit = sentinel(options);
-      return { use: limit, close: () => limit.close().then(close) };
+      return sentinelMiddleware(variant, redisUrl, sentinel);
     }
     case 'express-rate-limit': {
       const client = await connect(redisUrl);

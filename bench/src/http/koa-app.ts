@@ -4,7 +4,7 @@ import { rateLimit as sentinel } from '@sentinel/koa';
 import Koa, { type Middleware } from 'koa';
 import koaRatelimit from 'koa-ratelimit';
 import { connect, createFloor } from './redis-clients.ts';
-import { sentinelOptions } from './sentinel-options.ts';
+import { sentinelMiddleware } from './sentinel-options.ts';
 import { HUGE_LIMIT, type Running, type Variant, WINDOW_MS } from './variants.ts';
 
 async function limiterOf(
@@ -25,9 +25,7 @@ async function limiterOf(
     case 'sentinel':
     case 'sentinel-by-key':
     case 'sentinel-own-client': {
-      const { options, close } = sentinelOptions(variant, redisUrl);
-      const limit = sentinel(options);
-      return { use: limit, close: () => limit.close().then(close) };
+      return sentinelMiddleware(variant, redisUrl, sentinel);
     }
     case 'koa-ratelimit': {
       const db = await connect(redisUrl);

@@ -38,6 +38,20 @@ export function sentinelOptions(variant: SentinelVariant, redisUrl: string) {
   }
 }
 
+/**
+ * Express's or Koa's middleware for the variant, built by `rateLimit`, and what closes it and
+ * then the client the app made, if any.
+ */
+export function sentinelMiddleware<M extends { close(): Promise<void> }>(
+  variant: SentinelVariant,
+  redisUrl: string,
+  rateLimit: (options: ReturnType<typeof sentinelOptions>['options']) => M,
+): { use: M; close: () => Promise<void> } {
+  const { options, close } = sentinelOptions(variant, redisUrl);
+  const limit = rateLimit(options);
+  return { use: limit, close: () => limit.close().then(close) };
+}
+
 /** The failures Sentinel reported in this process so far. */
 export function sentinelFailures(): number {
   return failures;
