@@ -46,4 +46,5 @@ for i = 1, requests do
   n = answer(counts[plan], reply, n)
 end
 reply[n] = clock
+flush_states()
 return reply

@@ -34,4 +34,5 @@ local reply
 if count == 1 then reply = { 0, 0, 0, 0 } else reply = {} end
 local n = answer(count, reply, 1)
 reply[n], reply[n + 1] = clock, nil
+flush_states()
 return reply

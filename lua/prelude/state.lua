@@ -14,11 +14,17 @@
 -- in HELD_WRITES, its first HELD_N entries: one table for every decision, since a new table per
 -- decision cost 5% of a two-policy decision, counted by callgrind. Entries past HELD_N are stale.
 --
--- `begin` (lua/prelude/clock.lua) sets all three as each call begins, since Redis's function
+-- DIRTY: the keys this call has set, by key: the expiry in ms of the write to send, true to keep
+-- the key's expiry (KEEPTTL), or false once deleted. Writes wait there until the call ends
+-- (`flush_states`), so a batch that decides one identity many times, as one busy tenant's
+-- batches do, sets its key once rather than once per request. DIRTY_KEYS lists them in the
+-- order first set, its first DIRTY_N entries.
+--
+-- `begin` (lua/prelude/clock.lua) sets them all as each call begins, since Redis's function
 -- library (see packages/core/scripts/generate-lua.mjs) runs this code once and then serves every
 -- call, and a call that failed part-way must leave nothing to the next.
-local STATES, GIVEN_NOW, HELD
-local HELD_WRITES, HELD_N = {}, 0
+local STATES, GIVEN_NOW, HELD, DIRTY, DIRTY_N
+local HELD_WRITES, HELD_N, DIRTY_KEYS = {}, 0, {}
 
 -- What every expiry a script sets adds to the time its state is good for. Redis 7.2 and later
 -- time PX and PEXPIRE from the script's start, which can read a millisecond before its TIME: a
@@ -35,19 +41,37 @@ local function read_state(key)
   return state
 end
 
--- Sets a state that expires in `ms`. `kept` says the key exists and already expires then, as
--- when it counts in the window it is written in: it keeps its expiry, on Redis's clock, since a
--- SET that moves a key's expiry costs Redis about twice one that keeps it. The expiry goes as a
--- string: Redis 7.0 formats a number argument with %.17g, which costs more than '%d' (1% of a
--- one-policy decision in a batch, counted by callgrind).
--- The key lives a millisecond past `ms` (EXPIRY_MARGIN_MS).
+-- Sets a state that expires in `ms`, once the call ends. `kept` says the key exists and already
+-- expires then, as when it counts in the window it is written in: it keeps its expiry, on
+-- Redis's clock, since a SET that moves a key's expiry costs Redis about twice one that keeps it.
+-- A kept write after one that set an expiry in this call keeps that expiry, as KEEPTTL would.
 local function write_state(key, state, ms, kept)
-  if kept and GIVEN_NOW == nil then
-    redis.call('SET', key, state, 'KEEPTTL')
-  else
-    redis.call('SET', key, state, 'PX', string.format('%d', ms + EXPIRY_MARGIN_MS))
-  end
   STATES[key] = state
+  local dirty = DIRTY[key]
+  if dirty == nil then
+    DIRTY_N = DIRTY_N + 1
+    DIRTY_KEYS[DIRTY_N] = key
+  end
+  if not kept or GIVEN_NOW ~= nil then
+    DIRTY[key] = ms
+  elseif not dirty then
+    DIRTY[key] = true
+  end
+end
+
+-- Sends the call's writes, each key's last. The expiry goes as a string: Redis 7.0 formats a
+-- number argument with %.17g, which costs more than '%d' (1% of a one-policy decision in a
+-- batch, counted by callgrind). The key lives a millisecond past its state (EXPIRY_MARGIN_MS).
+local function flush_states()
+  for i = 1, DIRTY_N do
+    local key = DIRTY_KEYS[i]
+    local ms = DIRTY[key]
+    if ms == true then
+      redis.call('SET', key, STATES[key], 'KEEPTTL')
+    elseif ms then
+      redis.call('SET', key, STATES[key], 'PX', string.format('%d', ms + EXPIRY_MARGIN_MS))
+    end
+  end
 end
 
 -- What an algorithm calls to write a consume: held back in HELD_WRITES while `decide` waits for
@@ -66,4 +90,5 @@ end
 local function drop_state(key)
   redis.call('DEL', key)
   STATES[key] = false
+  if DIRTY[key] ~= nil then DIRTY[key] = false end
 end

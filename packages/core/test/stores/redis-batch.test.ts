@@ -13,6 +13,7 @@ import { clientOf, owned, ownServer, scriptsOnlyUrl } from '../../../../test/har
 import { failOnError } from '../../../../test/harness/store-errors.ts';
 import { waitFor } from '../../../../test/harness/wait-for.ts';
 import {
+  ALGORITHMS,
   createLimiter,
   type LimiterOptions,
   type Observer,
@@ -121,7 +122,7 @@ describe('batching on Redis', () => {
     }
   });
 
-  it('reads a key once in a batch that decides its identity several times', async () => {
+  it('reads and writes a key once in a batch that decides its identity several times', async () => {
     const { limiter, admin } = await setup({ limit: 50, window: '1h' });
     const decisions = await Promise.all(
       Array.from({ length: 10 }, () => limiter.consume('hot-client')),
@@ -135,9 +136,31 @@ describe('batching on Redis', () => {
     }).toEqual({
       calls: 1,
       get: 1,
-      set: 10,
+      set: 1,
     });
   });
+
+  // A batch sets each key once, at its end: a write that keeps the key's expiry (a fixed
+  // window counting on) after one that set it (the window's first request) must keep that one.
+  it.each(ALGORITHMS)(
+    '%s: a batch on a new key leaves it expiring with its state',
+    async (algorithm) => {
+      const prefix = uniquePrefix(`batch-expiry-${algorithm}`);
+      const { limiter, admin } = await setup({ limit: 50, window: '1m', algorithm, prefix });
+      const decisions = await Promise.all(
+        Array.from({ length: 10 }, () => limiter.consume('hot-client')),
+      );
+      expect(decisions.map((d) => d.remaining)).toEqual([49, 48, 47, 46, 45, 44, 43, 42, 41, 40]);
+      const keys = await admin.keys(`${prefix}*`);
+      expect(keys.length).toBeGreaterThan(0);
+      for (const key of keys) {
+        const ttl = await admin.pttl(key);
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(2 * 60_000 + 1);
+      }
+      expect((await limiter.peek('hot-client')).remaining).toBe(40);
+    },
+  );
 
   // A batch whose requests share a plan, a cost and a mode describes them once; any other
   // lists each request's. Both must charge each request its own cost, in order.
