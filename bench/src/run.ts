@@ -3,7 +3,7 @@
 // --smoke runs every suite for a moment and only checks that it completes.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { BenchConfig, SuiteReport } from './lib/measure.ts';
+import { type BenchConfig, type SuiteReport, times } from './lib/measure.ts';
 import { chart, markdown } from './lib/report.ts';
 import { SUITES } from './suites/index.ts';
 
@@ -32,6 +32,7 @@ if (unknown.length) {
 }
 
 const reports: SuiteReport[] = [];
+const collapsed: string[] = [];
 for (const name of names) {
   const started = performance.now();
   console.log(`# ${name}`);
@@ -41,10 +42,21 @@ for (const name of names) {
   for (const target of report.targets) {
     console.log(`  target ${target.met ? 'met' : 'NOT met'}: ${target.goal}: ${target.figure}`);
   }
+  for (const gate of report.gates ?? []) {
+    const ok = gate.value >= gate.collapse;
+    console.log(
+      `  gate ${ok ? 'held' : 'COLLAPSED'}: ${gate.label}: ${times(gate.value)} (fails below ${gate.collapse}×)`,
+    );
+    if (!ok) collapsed.push(gate.label);
+  }
   console.log(`  (${((performance.now() - started) / 1000).toFixed(1)} s)`);
 }
 
 console.log(`Ran ${reports.length} of ${Object.keys(SUITES).length} suites`);
+if (collapsed.length) {
+  console.error(`Collapsed: ${collapsed.join('; ')}`);
+  process.exitCode = 1;
+}
 
 // Only a full run replaces the committed results; a smoke run or a chosen few suites print.
 if (!smoke && positionals.length === 0) {

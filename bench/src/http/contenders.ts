@@ -46,6 +46,15 @@ export const SENTINEL_CONTENDERS: readonly SentinelContender[] = [
     floor: 'floor-one',
   },
   {
+    name: 'sentinel-by-key-one',
+    short: 'Sentinel by key, 1 hot key',
+    label: 'Sentinel, `identify` by key, `redisUrl`',
+    variant: 'sentinel-by-key',
+    keys: 'one',
+    counted: count('one'),
+    floor: 'floor-one',
+  },
+  {
     name: 'sentinel-by-key-connection',
     short: 'Sentinel by key, 32 keys',
     label: 'Sentinel, `identify` by key, `redisUrl`',

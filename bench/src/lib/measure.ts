@@ -84,6 +84,16 @@ export interface Ratio {
   readonly goal?: number;
 }
 
+/**
+ * A ratio CI's smoke run checks: below `collapse` the run fails. Set far below the target, so
+ * that only a collapse fails CI and a noisy machine never does.
+ */
+export interface Gate {
+  readonly label: string;
+  readonly value: number;
+  readonly collapse: number;
+}
+
 export interface SuiteReport {
   readonly title: string;
   /** One paragraph: what was measured and how. */
@@ -93,6 +103,7 @@ export interface SuiteReport {
   readonly ratios: readonly Ratio[];
   readonly targets: readonly Target[];
   readonly notes?: readonly string[];
+  readonly gates?: readonly Gate[];
 }
 
 export type Suite = (config: BenchConfig) => Promise<SuiteReport>;

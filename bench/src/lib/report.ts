@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { BenchConfig, Ratio, SuiteReport } from './measure.ts';
+import { type BenchConfig, type Ratio, type SuiteReport, times } from './measure.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -92,6 +92,16 @@ export function markdown(reports: readonly SuiteReport[], config: BenchConfig): 
   for (const report of reports) {
     out.push('', `## ${report.title}`, '', report.method, '', table(report.columns, report.rows));
     if (report.notes?.length) out.push('', ...report.notes.map((note) => `- ${note}`));
+    if (report.gates?.length) {
+      out.push(
+        '',
+        "CI's smoke run fails on a collapse of these ratios, measured there for a moment:",
+        '',
+        ...report.gates.map(
+          (g) => `- ${g.label}: ${times(g.value)} here; a smoke run fails below ${g.collapse}×.`,
+        ),
+      );
+    }
   }
   return `${out.join('\n')}\n`;
 }
