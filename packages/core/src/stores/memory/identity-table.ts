@@ -1,37 +1,59 @@
 // The memory store's keys, filed by identity, with eviction past a bound: which keys stay is
 // this file's concern; what a key's state means is the algorithms' (see memory-store.ts).
+import { randomInt } from 'node:crypto';
 import type { KeyState } from '../../algorithms/index.ts';
 
 /**
  * One key: its namespace (the key with its identity cut out, see KeyLayout) and its state, in
- * the list of its identity's keys. The first entry of a list stands for the identity in eviction.
+ * the list of its identity's keys. The first entry of a list stands for the identity: it holds
+ * the identity's slot, hash and mark; the entries after it keep slot -1.
  */
 interface Entry {
-  /** Kept so that eviction can walk the Map's values alone, without an array per step. */
   identity: string;
   namespace: string;
   state: KeyState;
   next: Entry | undefined;
   /** On the first entry: the identity was read since eviction last passed it by. */
   read: boolean;
+  /** On the first entry: the identity's hash, which finds its place in the index. */
+  hash: number;
+  /** On the first entry: its place in the slots, or -1 once it is no longer filed. */
+  slot: number;
 }
 
+/** Index positions at the least: a store that holds few keys stays small. */
+const MIN_CAPACITY = 16;
+
 /**
- * Keys are filed by identity: one Map entry holds the list of an identity's keys (one per policy
- * of its plans), so a decision looks up the short identity rather than building and hashing its
+ * Keys are filed by identity: one slot holds the list of an identity's keys (one per policy of
+ * its plans), so a decision looks up the short identity rather than building and hashing its
  * long key strings, and eviction takes an identity's keys together.
+ *
+ * The index is open addressing over a typed array of (hash, slot) pairs rather than a Map: at
+ * 1M keys cycling through 100k, every decision misses, evicts and inserts, and a Map's chains
+ * cost a cache miss per entry and per key string compared. Here a miss reads one or two pairs
+ * side by side, and a string is compared only when its whole hash matches. The hash is seeded
+ * per table, as V8 seeds its own, so that clients cannot choose identities that collide.
  */
 export class IdentityTable {
-  readonly #identities = new Map<string, Entry>();
+  /** (hash, slot + 1) pairs, 0 for an empty place; linear probing, at most half full. */
+  #index = new Int32Array(2 * MIN_CAPACITY);
+  #mask = MIN_CAPACITY - 1;
+  /** The first entry of each identity filed, by slot: the ring eviction's hand goes round. */
+  #slots: (Entry | undefined)[] = [];
+  /** Slots given up, reused before the slots grow. */
+  #free: number[] = [];
+  /** Identities filed. */
+  #filed = 0;
   /** Keys held, over every identity. */
   #size = 0;
   readonly #maxKeys: number;
-  /** Where eviction goes on from, or undefined to start at the oldest: see #evict. */
-  #hand: MapIterator<Entry> | undefined;
-  /** Identities filed since eviction last moved the hand. */
-  #idle = 0;
-  /** The first entry of the identity `read` looked up last, as it left it. */
+  readonly #seed = randomInt(2 ** 32) | 0;
+  /** The slot eviction looks at next. */
+  #hand = 0;
+  /** The first entry of the identity `read` looked up last, as it left it, and its hash. */
   #first: Entry | undefined;
+  #readHash = 0;
   /** The entry of the identity last evicted, if it had one key: the next new key reuses it. */
   #spare: Entry | undefined;
   /**
@@ -63,17 +85,19 @@ export class IdentityTable {
   }
 
   find(identity: string, namespace: string): Entry | undefined {
-    let entry = this.#identities.get(identity);
+    let entry = this.#lookup(identity, this.#hash(identity));
     while (entry !== undefined && entry.namespace !== namespace) entry = entry.next;
     return entry;
   }
 
   /**
    * A key's live entry, its identity marked used; an expired key reads as absent. Marking is one
-   * field write: keeping the Map in exact use order would cost a delete and an insert per read.
+   * field write: keeping the identities in exact use order would cost a move per read.
    */
   read(identity: string, namespace: string, now: number): Entry | undefined {
-    const first = this.#identities.get(identity);
+    const hash = this.#hash(identity);
+    this.#readHash = hash;
+    const first = this.#lookup(identity, hash);
     this.#first = first;
     if (first === undefined) return undefined;
     first.read = true;
@@ -82,7 +106,7 @@ export class IdentityTable {
     if (entry === undefined) return undefined;
     if (entry.state.expiresAt <= now) {
       // Gone for good, as in Redis: a later request with an earlier clock must not revive it.
-      this.remove(identity, entry);
+      this.#unlink(first, entry);
       this.#first = first === entry ? entry.next : first;
       return undefined;
     }
@@ -90,26 +114,20 @@ export class IdentityTable {
   }
 
   /**
-   * Files a new key of the identity `read` looked up last; a new identity comes last in eviction
-   * order, as not read yet. The identity's first entry as `read` found it spares a lookup unless
-   * eviction ran.
+   * Files a new key of the identity `read` looked up last; a new identity takes a slot that
+   * eviction reaches last, or the slot eviction just freed, which the hand has passed. The
+   * identity's first entry and hash as `read` found them spare a lookup.
    */
   insertAfterRead(identity: string, namespace: string, state: KeyState): void {
     let first = this.#first;
     if (this.#size >= this.#maxKeys) {
       while (this.#size >= this.#maxKeys && this.#evict());
       // Eviction may have taken this very identity.
-      if (first !== undefined) first = this.#identities.get(identity);
-    } else if (++this.#idle > this.#maxKeys) {
-      // An iterator holds on to every table the Map has outgrown since it last moved: a hand
-      // left still while keys come and go would keep them all. Past maxKeys new keys without
-      // an eviction it is let go, and the next eviction starts a hand at the oldest identity.
-      this.#hand = undefined;
-      this.#idle = 0;
+      if (first !== undefined && first.slot < 0) first = undefined;
     }
     let entry = this.#spare;
     if (entry === undefined) {
-      entry = { identity, namespace, state, next: undefined, read: false };
+      entry = { identity, namespace, state, next: undefined, read: false, hash: 0, slot: -1 };
     } else {
       // Recycled: under a flood every new key evicts one, and its entry would be old garbage.
       this.#spare = undefined;
@@ -120,10 +138,11 @@ export class IdentityTable {
       entry.identity = identity;
       entry.namespace = namespace;
       entry.state = state;
+      entry.next = undefined;
       entry.read = false;
     }
     if (first === undefined) {
-      this.#identities.set(identity, entry);
+      this.#file(entry, this.#readHash);
     } else {
       // After the first, which keeps the identity's place and mark.
       entry.next = first.next;
@@ -133,14 +152,120 @@ export class IdentityTable {
   }
 
   remove(identity: string, entry: Entry): void {
-    const first = this.#identities.get(identity) as Entry;
+    this.#unlink(this.#lookup(identity, this.#hash(identity)) as Entry, entry);
+  }
+
+  /** Removes every expired key, then gives back the room of a table left mostly empty. */
+  sweep(now: number): void {
+    const slots = this.#slots;
+    for (let slot = 0; slot < slots.length; slot++) {
+      for (let entry = slots[slot]; entry !== undefined; entry = entry.next) {
+        if (entry.state.expiresAt <= now) this.#unlink(slots[slot] as Entry, entry);
+      }
+    }
+    const capacity = this.#mask + 1;
+    if (capacity > MIN_CAPACITY && this.#filed * 8 < capacity) this.#rebuild(this.#filed * 4);
+  }
+
+  clear(): void {
+    this.#slots = [];
+    this.#free = [];
+    this.#filed = 0;
+    this.#size = 0;
+    this.#hand = 0;
+    this.#rebuild(0);
+    this.#first = undefined;
+    this.#spare = undefined;
+    this.#spareState = undefined;
+    this.#spareNamespace = undefined;
+  }
+
+  /** Seeded, and each character stirred into the whole state before the next comes in. */
+  #hash(identity: string): number {
+    let h = this.#seed;
+    for (let i = 0; i < identity.length; i++) {
+      h = Math.imul(h ^ identity.charCodeAt(i), 0x5bd1e995);
+      h ^= h >>> 15;
+    }
+    // MurmurHash3's finalizer: the low bits, which pick the place, depend on every bit.
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+    return h ^ (h >>> 16);
+  }
+
+  /** The identity's first entry, if filed. */
+  #lookup(identity: string, hash: number): Entry | undefined {
+    const index = this.#index;
+    const mask = this.#mask;
+    for (let place = hash & mask; ; place = (place + 1) & mask) {
+      const slot = index[2 * place + 1] as number;
+      if (slot === 0) return undefined;
+      if (index[2 * place] === hash) {
+        const first = this.#slots[slot - 1] as Entry;
+        if (first.identity === identity) return first;
+      }
+    }
+  }
+
+  /** Gives a new identity, whose first entry is `entry`, a slot and a place in the index. */
+  #file(entry: Entry, hash: number): void {
+    if (2 * (this.#filed + 1) > this.#mask + 1) this.#rebuild(2 * (this.#filed + 1));
+    const slot = this.#free.length > 0 ? (this.#free.pop() as number) : this.#slots.length;
+    this.#slots[slot] = entry;
+    entry.slot = slot;
+    entry.hash = hash;
+    this.#place(hash, slot);
+    this.#filed++;
+  }
+
+  #place(hash: number, slot: number): void {
+    const index = this.#index;
+    const mask = this.#mask;
+    let place = hash & mask;
+    while (index[2 * place + 1] !== 0) place = (place + 1) & mask;
+    index[2 * place] = hash;
+    index[2 * place + 1] = slot + 1;
+  }
+
+  /** Takes an identity out of the index and frees its slot; its entries stay as they are. */
+  #unfile(first: Entry): void {
+    const index = this.#index;
+    const mask = this.#mask;
+    const held = first.slot + 1;
+    let hole = first.hash & mask;
+    while (index[2 * hole + 1] !== held) hole = (hole + 1) & mask;
+    // Backward shift: pairs after the hole that may sit in it move up, so that no probe stops
+    // early at it and no marker of a deleted place ever needs cleaning up.
+    for (let at = (hole + 1) & mask; index[2 * at + 1] !== 0; at = (at + 1) & mask) {
+      const home = (index[2 * at] as number) & mask;
+      if (((at - home) & mask) >= ((at - hole) & mask)) {
+        index[2 * hole] = index[2 * at] as number;
+        index[2 * hole + 1] = index[2 * at + 1] as number;
+        hole = at;
+      }
+    }
+    index[2 * hole] = 0;
+    index[2 * hole + 1] = 0;
+    this.#slots[first.slot] = undefined;
+    this.#free.push(first.slot);
+    first.slot = -1;
+    this.#filed--;
+  }
+
+  /** Removes `entry` from the list that starts with `first`, its identity's. */
+  #unlink(first: Entry, entry: Entry): void {
     this.#size--;
     if (first === entry) {
-      if (entry.next === undefined) {
-        this.#identities.delete(identity);
+      const next = entry.next;
+      if (next === undefined) {
+        this.#unfile(entry);
       } else {
-        entry.next.read = entry.read;
-        this.#identities.set(identity, entry.next);
+        // The next entry stands for the identity now, in the same slot and place.
+        next.read = entry.read;
+        next.hash = entry.hash;
+        next.slot = entry.slot;
+        this.#slots[entry.slot] = next;
+        entry.slot = -1;
       }
       return;
     }
@@ -151,18 +276,18 @@ export class IdentityTable {
 
   /**
    * Evicts one identity, approximately the least recently used, as the CLOCK algorithm does: a
-   * hand goes round the identities in insertion order, and one read since the hand last passed
-   * it is spared once. The hand is one iterator kept across evictions: a fresh one would walk
-   * past every entry deleted at the front of the Map since it last compacted, which under a
-   * flood of new keys is most of it.
+   * hand goes round the slots, and an identity read since the hand last passed it is spared
+   * once. A new identity takes the slot just freed, behind the hand, or one it reaches later.
    */
   #evict(): boolean {
-    this.#idle = 0;
+    if (this.#filed === 0) return false;
+    const slots = this.#slots;
     for (;;) {
-      const first = this.#advance();
-      if (first === undefined) return false;
+      if (this.#hand >= slots.length) this.#hand = 0;
+      const first = slots[this.#hand++];
+      if (first === undefined) continue;
       if (!first.read) {
-        this.#identities.delete(first.identity);
+        this.#unfile(first);
         for (let entry: Entry | undefined = first; entry !== undefined; entry = entry.next) {
           this.#size--;
         }
@@ -173,33 +298,26 @@ export class IdentityTable {
     }
   }
 
-  /** The identity under the hand, which then moves on; round to the first after the last. */
-  #advance(): Entry | undefined {
-    let next = this.#hand?.next();
-    if (next === undefined || next.done) {
-      this.#hand = this.#identities.values();
-      next = this.#hand.next();
-      if (next.done) return undefined;
+  /**
+   * An index of room for `wanted` identities at half full, and the slots packed in the hand's
+   * order from the hand on, so that eviction goes on where it was.
+   */
+  #rebuild(wanted: number): void {
+    let capacity = MIN_CAPACITY;
+    while (capacity < wanted) capacity *= 2;
+    this.#index = new Int32Array(2 * capacity);
+    this.#mask = capacity - 1;
+    const slots: Entry[] = [];
+    const old = this.#slots;
+    for (let i = 0; i < old.length; i++) {
+      const first = old[(this.#hand + i) % old.length];
+      if (first === undefined) continue;
+      first.slot = slots.length;
+      slots.push(first);
+      this.#place(first.hash, first.slot);
     }
-    return next.value;
-  }
-
-  /** Removes every expired key. */
-  sweep(now: number): void {
-    for (const [identity, first] of this.#identities) {
-      for (let entry: Entry | undefined = first; entry !== undefined; entry = entry.next) {
-        if (entry.state.expiresAt <= now) this.remove(identity, entry);
-      }
-    }
-  }
-
-  clear(): void {
-    this.#identities.clear();
-    this.#size = 0;
-    this.#hand = undefined;
-    this.#first = undefined;
-    this.#spare = undefined;
-    this.#spareState = undefined;
-    this.#spareNamespace = undefined;
+    this.#slots = slots;
+    this.#free = [];
+    this.#hand = 0;
   }
 }
