@@ -1,0 +1,37 @@
+// Memory-store contenders in one process, taking turns, every other round in reverse: each turn
+// a fresh store, an untimed pass that creates every key, then the timed run, and two full
+// collections before the next turn, so that none runs on another's garbage. What a process that
+// hosts them all sees, where contender.ts gives each a process of its own; the heap each result
+// reports is the process's, not the contender's alone.
+// node --expose-gc --import tsx --import ./src/lib/published-sentinel.mjs src/memory-store/taking-turns.ts '["sentinel","rate-limiter-flexible"]' '{"mode":"cycle","keys":10000,"ms":3000}' 5
+import { alternate } from '../lib/measure.ts';
+import { CONTENDERS, type ContenderName, measure, type RunSpec } from './contender.ts';
+
+/** argv: the contenders as JSON, the run as JSON, the rounds; prints each one's results in round order. */
+async function main(): Promise<void> {
+  const [names, run, rounds] = process.argv.slice(2);
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with node --expose-gc');
+  const spec = JSON.parse(run as string) as RunSpec;
+  const contenders = (JSON.parse(names as string) as ContenderName[]).map((name) => {
+    const make = CONTENDERS[name];
+    if (!make) throw new Error(`unknown contender ${name}`);
+    return {
+      name,
+      run: async () => {
+        gc();
+        gc();
+        const contender = make();
+        const result = await measure(contender, spec, gc);
+        await contender.close();
+        return result;
+      },
+    };
+  });
+  const figures = await alternate(Number(rounds), contenders);
+  process.stdout.write(`${JSON.stringify(Object.fromEntries(figures))}\n`);
+  // The shared Sentinel store's sweeper is unref'd, but exit now as contender.ts does.
+  process.exit(0);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
