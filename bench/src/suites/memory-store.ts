@@ -1,5 +1,6 @@
-// Memory stores: sequential awaited decisions at 10k and 1M keys, and a flood of 1M distinct keys,
-// each contender in a child process of its own so that the heap reported is its own.
+// Memory stores: sequential awaited decisions at 10k and 1M keys, each contender in a child process
+// of its own so that the heap reported is its own, and the targets' pair again in one process
+// taking turns, where a user's limiters would run; then a flood of 1M distinct keys.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -24,24 +25,33 @@ import {
 const run = promisify(execFile);
 const BENCH_DIR = fileURLToPath(new URL('../../', import.meta.url));
 const SCRIPT = fileURLToPath(new URL('../memory-store/contender.ts', import.meta.url));
+const TAKING_TURNS = fileURLToPath(new URL('../memory-store/taking-turns.ts', import.meta.url));
 const PUBLISHED = fileURLToPath(new URL('../lib/published-sentinel.mjs', import.meta.url));
+const NODE_ARGS = ['--expose-gc', '--import', 'tsx', '--import', PUBLISHED];
 
 const LABELS: Record<ContenderName, string> = {
-  sentinel: 'Sentinel (default store)',
-  'sentinel-observed': 'Sentinel, observed by prometheusMetrics',
-  'sentinel-1m': 'Sentinel, maxKeys 1M',
+  sentinel: 'Sentinel, token bucket (default store)',
+  'sentinel-observed': 'Sentinel, token bucket, observed by prometheusMetrics',
+  'sentinel-1m': 'Sentinel, token bucket, maxKeys 1M',
   'minimal-token-bucket': 'minimal token bucket (baseline: a Map and an async function)',
-  'express-rate-limit': 'express-rate-limit MemoryStore',
   'rate-limiter-flexible': 'rate-limiter-flexible RateLimiterMemory',
+  'sentinel-fixed-window': 'Sentinel, fixed window (default store)',
+  'express-rate-limit': 'express-rate-limit MemoryStore (reference, fixed window)',
 };
-const PEERS = ['express-rate-limit', 'rate-limiter-flexible'] as const;
+/** The targets' pair, also measured in one process taking turns. */
+const PAIR = ['sentinel', 'rate-limiter-flexible'] as const;
+/** The same algorithm as express-rate-limit's, beside it. */
+const FIXED_WINDOW = ['sentinel-fixed-window', 'express-rate-limit'] as const;
 
 /** Runs one contender in a process of its own: its results, one per run, in order. */
 async function child(name: ContenderName, runs: readonly RunSpec[]): Promise<ContenderResult[]> {
   const { stdout } = await run(
     process.execPath,
-    ['--expose-gc', '--import', 'tsx', '--import', PUBLISHED, SCRIPT, name, JSON.stringify(runs)],
-    { cwd: BENCH_DIR, maxBuffer: 1 << 20 },
+    [...NODE_ARGS, SCRIPT, name, JSON.stringify(runs)],
+    {
+      cwd: BENCH_DIR,
+      maxBuffer: 1 << 20,
+    },
   );
   return stdout
     .trim()
@@ -53,19 +63,13 @@ interface Scenario {
   readonly label: string;
   readonly run: RunSpec;
   readonly contenders: readonly ContenderName[];
+  /** All contenders in one process taking turns, rather than each in a process of its own. */
+  readonly together?: boolean;
 }
 
 type Medians = Map<ContenderName, ContenderResult>;
 
-/** Each contender in a fresh process per round, taking turns: heaps never mix. */
-async function measure(config: BenchConfig, scenario: Scenario): Promise<Medians> {
-  const figures = await alternate(
-    config.rounds,
-    scenario.contenders.map((name) => ({
-      name,
-      run: async () => (await child(name, [scenario.run]))[0] as ContenderResult,
-    })),
-  );
+function mediansOf(figures: Map<string, ContenderResult[]>): Medians {
   const medians: Medians = new Map();
   for (const [name, results] of figures) {
     medians.set(name as ContenderName, {
@@ -77,28 +81,59 @@ async function measure(config: BenchConfig, scenario: Scenario): Promise<Medians
   return medians;
 }
 
+/** Every contender of the scenario in one process, taking turns for all rounds. */
+async function together(rounds: number, scenario: Scenario): Promise<Medians> {
+  const { stdout } = await run(
+    process.execPath,
+    [
+      ...NODE_ARGS,
+      TAKING_TURNS,
+      JSON.stringify(scenario.contenders),
+      JSON.stringify(scenario.run),
+      String(rounds),
+    ],
+    { cwd: BENCH_DIR, maxBuffer: 1 << 20 },
+  );
+  return mediansOf(
+    new Map(Object.entries(JSON.parse(stdout) as Record<string, ContenderResult[]>)),
+  );
+}
+
+/** Each contender in a fresh process per round, taking turns: heaps never mix. */
+async function apart(rounds: number, scenario: Scenario): Promise<Medians> {
+  const figures = await alternate(
+    rounds,
+    scenario.contenders.map((name) => ({
+      name,
+      run: async () => (await child(name, [scenario.run]))[0] as ContenderResult,
+    })),
+  );
+  return mediansOf(figures);
+}
+
 /**
  * A smoke run only checks that everything works: one process per contender runs its scenarios
- * in turn, all contenders at once, so that it takes seconds rather than a process per figure.
+ * apart in turn, and one per scenario together, all at once, so that it takes seconds.
  */
 async function smoke(scenarios: readonly Scenario[]): Promise<Medians[]> {
-  const names = [...new Set(scenarios.flatMap((s) => s.contenders))];
-  const results = await Promise.all(
-    names.map(async (name) => {
-      const mine = scenarios.filter((s) => s.contenders.includes(name));
+  const separate = scenarios.filter((s) => !s.together);
+  const names = [...new Set(separate.flatMap((s) => s.contenders))];
+  const medians = scenarios.map((): Medians => new Map());
+  await Promise.all([
+    ...names.map(async (name) => {
+      const mine = separate.filter((s) => s.contenders.includes(name));
       const figures = await child(
         name,
         mine.map((s) => s.run),
       );
-      return { name, mine, figures };
+      mine.forEach((scenario, i) => {
+        medians[scenarios.indexOf(scenario)]?.set(name, figures[i] as ContenderResult);
+      });
     }),
-  );
-  const medians = scenarios.map((): Medians => new Map());
-  for (const { name, mine, figures } of results) {
-    mine.forEach((scenario, i) => {
-      medians[scenarios.indexOf(scenario)]?.set(name, figures[i] as ContenderResult);
-    });
-  }
+    ...scenarios.map(async (scenario, i) => {
+      if (scenario.together) medians[i] = await together(1, scenario);
+    }),
+  ]);
   return medians;
 }
 
@@ -107,32 +142,45 @@ export async function memoryStore(config: BenchConfig): Promise<SuiteReport> {
   const small = config.smoke ? 1_000 : 10_000;
   const large = config.smoke ? 20_000 : 1_000_000;
   const ms = config.seconds * 1000;
+  const atSmall = { mode: 'cycle', keys: small, ms } as const;
+  const atLarge = { mode: 'cycle', keys: large, ms } as const;
   const scenarios: Scenario[] = [
     {
       label: `${rate(small)} keys`,
-      run: { mode: 'cycle', keys: small, ms },
-      contenders: ['sentinel', 'sentinel-observed', 'minimal-token-bucket', ...PEERS],
+      run: atSmall,
+      contenders: [...PAIR, 'sentinel-observed', 'minimal-token-bucket', ...FIXED_WINDOW],
     },
     {
       label: `${rate(large)} keys`,
-      run: { mode: 'cycle', keys: large, ms },
-      contenders: ['sentinel', 'sentinel-1m', ...PEERS],
+      run: atLarge,
+      contenders: [...PAIR, 'sentinel-1m', ...FIXED_WINDOW],
     },
+    { label: `${rate(small)} keys, one process`, run: atSmall, contenders: PAIR, together: true },
+    { label: `${rate(large)} keys, one process`, run: atLarge, contenders: PAIR, together: true },
     {
       label: `flood of ${rate(large)} distinct keys`,
       run: { mode: 'flood', keys: large, ms },
-      contenders: ['sentinel', ...PEERS],
+      contenders: ['sentinel', 'express-rate-limit', 'rate-limiter-flexible'],
     },
   ];
   const results: Medians[] = [];
   if (config.smoke) results.push(...(await smoke(scenarios)));
-  else for (const scenario of scenarios) results.push(await measure(config, scenario));
+  else {
+    for (const scenario of scenarios) {
+      results.push(await (scenario.together ? together : apart)(config.rounds, scenario));
+    }
+  }
 
+  const perSecond = (medians: Medians, name: ContenderName) =>
+    medians.get(name)?.perSecond ?? Number.NaN;
+  const ratioOf = (medians: Medians, ours: ContenderName, peer: ContenderName) =>
+    perSecond(medians, ours) / perSecond(medians, peer);
   const rows: string[][] = [];
-  const ratios: Ratio[] = [];
   scenarios.forEach((scenario, i) => {
     const medians = results[i] as Medians;
-    const ours = medians.get('sentinel')?.perSecond ?? Number.NaN;
+    // Each row over Sentinel's token bucket, and over its fixed window where the run has it.
+    const over = (ours: ContenderName, name: ContenderName) =>
+      medians.has(ours) ? times(ratioOf(medians, ours, name)) : '';
     for (const name of scenario.contenders) {
       const figure = medians.get(name);
       if (!figure) continue;
@@ -140,68 +188,81 @@ export async function memoryStore(config: BenchConfig): Promise<SuiteReport> {
         scenario.label,
         LABELS[name],
         rate(figure.perSecond),
-        name === 'sentinel' ? '1.00×' : times(ours / figure.perSecond),
-        mb(figure.heapUsed),
+        over('sentinel', name),
+        over('sentinel-fixed-window', name),
+        // One process holds every contender's heap in turn: only a process of its own says whose.
+        scenario.together ? '' : mb(figure.heapUsed),
         `${(figure.admitted * 100).toFixed(0)}%`,
       ]);
     }
   });
 
-  const [atSmall, atLarge, flood] = results as [Medians, Medians, Medians];
-  const ratioOf = (medians: Medians, peer: ContenderName) =>
-    (medians.get('sentinel')?.perSecond ?? Number.NaN) /
-    (medians.get(peer)?.perSecond ?? Number.NaN);
-  const smallErl = ratioOf(atSmall, 'express-rate-limit');
-  const largeErl = ratioOf(atLarge, 'express-rate-limit');
-  ratios.push(
-    { label: `memory, ${rate(small)} keys ÷ express-rate-limit`, value: smallErl, goal: 1 },
+  const [apartSmall, apartLarge, togetherSmall, togetherLarge, flood] = results as [
+    Medians,
+    Medians,
+    Medians,
+    Medians,
+    Medians,
+  ];
+  const pairs = [
+    { medians: apartSmall, where: `${rate(small)} keys, each in a process of its own` },
+    { medians: apartLarge, where: `${rate(large)} keys, each in a process of its own` },
+    { medians: togetherSmall, where: `${rate(small)} keys, one process taking turns` },
+    { medians: togetherLarge, where: `${rate(large)} keys, one process taking turns` },
+  ];
+  const ratios: Ratio[] = [
+    ...pairs.map(({ medians, where }) => ({
+      label: `memory, token bucket ÷ rate-limiter-flexible, ${where}`,
+      value: ratioOf(medians, 'sentinel', 'rate-limiter-flexible'),
+      goal: 1,
+    })),
+    ...[apartSmall, apartLarge].map((medians, i) => ({
+      label: `memory, fixed window ÷ express-rate-limit, ${rate(i === 0 ? small : large)} keys`,
+      value: ratioOf(medians, 'sentinel-fixed-window', 'express-rate-limit'),
+    })),
     {
-      label: `memory, ${rate(small)} keys ÷ rate-limiter-flexible`,
-      value: ratioOf(atSmall, 'rate-limiter-flexible'),
+      label: `memory, ${rate(small)} keys, observed by prometheusMetrics ÷ unobserved`,
+      value: ratioOf(apartSmall, 'sentinel-observed', 'sentinel'),
     },
-    { label: `memory, ${rate(large)} keys ÷ express-rate-limit`, value: largeErl, goal: 2 },
-    {
-      label: `memory, ${rate(large)} keys ÷ rate-limiter-flexible`,
-      value: ratioOf(atLarge, 'rate-limiter-flexible'),
-    },
-  );
-  ratios.push({
-    label: `memory, ${rate(small)} keys, observed by prometheusMetrics ÷ unobserved`,
-    value: 1 / ratioOf(atSmall, 'sentinel-observed'),
-  });
-  const minimalErl =
-    ratioOf(atSmall, 'express-rate-limit') / ratioOf(atSmall, 'minimal-token-bucket');
+  ];
   const floodHeap = flood.get('sentinel')?.heapUsed ?? Number.NaN;
   const targets: Target[] = [
-    {
-      goal: `≥ 1.0× express-rate-limit's MemoryStore at ${rate(small)} keys, running a token bucket`,
-      figure: `${times(smallErl)} (${rate(atSmall.get('sentinel')?.perSecond ?? Number.NaN)}/s vs ${rate(atSmall.get('express-rate-limit')?.perSecond ?? Number.NaN)}/s)`,
-      met: smallErl >= 1,
-    },
-    {
-      goal: `≥ 2× express-rate-limit's MemoryStore at ${rate(large)} keys`,
-      figure: `${times(largeErl)} (${rate(atLarge.get('sentinel')?.perSecond ?? Number.NaN)}/s vs ${rate(atLarge.get('express-rate-limit')?.perSecond ?? Number.NaN)}/s)`,
-      met: largeErl >= 2,
-    },
+    ...pairs.map(({ medians, where }): Target => {
+      const value = ratioOf(medians, 'sentinel', 'rate-limiter-flexible');
+      return {
+        goal: `token bucket ≥ 1.0× rate-limiter-flexible's RateLimiterMemory at ${where}`,
+        figure: `${times(value)} (${rate(perSecond(medians, 'sentinel'))}/s vs ${rate(perSecond(medians, 'rate-limiter-flexible'))}/s)`,
+        met: value >= 1,
+      };
+    }),
     {
       goal: `heap < 100 MB after a flood of ${rate(large)} distinct keys, default maxKeys`,
       figure: `${mb(floodHeap)} (express-rate-limit ${mb(flood.get('express-rate-limit')?.heapUsed ?? Number.NaN)}, rate-limiter-flexible ${mb(flood.get('rate-limiter-flexible')?.heapUsed ?? Number.NaN)})`,
       met: floodHeap < 100 * 2 ** 20,
     },
   ];
+  const minimalRlf = ratioOf(apartSmall, 'minimal-token-bucket', 'rate-limiter-flexible');
 
   return {
     title: 'Memory store',
-    method: `Sequential \`await\` of one decision at a time, cycling over ${rate(small)} and over ${rate(large)} keys after one untimed pass that creates them all, for ${config.seconds} s per contender and round, ${config.rounds} rounds alternating; then a flood of ${rate(large)} distinct keys, each used once. Sentinel is \`createLimiter({ limit: ${LIMIT}, window: '1d', algorithm: 'token-bucket' })\` with the store a user gets by default, the process's shared MemoryStore with maxKeys 100,000: at ${rate(large)} keys it holds the 100k used last and evicts the rest, so every decision there creates a key. A second Sentinel row passes \`new MemoryStore({ maxKeys: 1_000_000 })\` to show what holding them all costs; another, at ${rate(small)} keys, adds \`observe: prometheusMetrics(new Registry())\`, to show what observing every decision costs. The peers are express-rate-limit's MemoryStore (\`await increment(key)\`, a fixed-window counter) and rate-limiter-flexible's RateLimiterMemory (\`await consume(key)\`), with the same limit and window, which no run comes near: every decision admits. Each contender runs in a child process of its own (\`node --expose-gc\`), a fresh one per round, and reports \`process.memoryUsage().heapUsed\` after two \`gc()\` calls at the end of its run, its store still reachable; an idle process holds about 8 MB.`,
-    columns: ['run', 'contender', 'decisions/s', 'Sentinel ÷', 'heap', 'admitted'],
+    method: `Sequential \`await\` of one decision at a time, cycling over ${rate(small)} and over ${rate(large)} keys after one untimed pass that creates them all, for ${config.seconds} s per contender and round, ${config.rounds} rounds, every other round in reverse order; then a flood of ${rate(large)} distinct keys, each used once. Sentinel is \`createLimiter({ limit: ${LIMIT}, window: '1d' })\` with the store a user gets by default, the process's shared MemoryStore with maxKeys 100,000, running its default algorithm, the token bucket, and in a row of its own \`algorithm: 'fixed-window'\`: at ${rate(large)} keys it holds the 100k used last and evicts the rest, so every decision there creates a key. A Sentinel row passes \`new MemoryStore({ maxKeys: 1_000_000 })\` to show what holding them all costs; another, at ${rate(small)} keys, adds \`observe: prometheusMetrics(new Registry())\`, to show what observing every decision costs. The targets compare the token bucket with rate-limiter-flexible's RateLimiterMemory (\`await consume(key)\`); express-rate-limit's MemoryStore (\`await increment(key)\`) counts a fixed window, and stands beside Sentinel's fixed window as a reference, with no target. Every limit and window is the same, and no run comes near the limit: every decision admits. Measured two ways. Each contender in a child process of its own (\`node --expose-gc\`), a fresh one per round, which reports \`process.memoryUsage().heapUsed\` after two \`gc()\` calls at the end of its run, its store still reachable (an idle process holds about 8 MB). And the targets' pair in one child process that hosts both (\`src/memory-store/taking-turns.ts\`), one per key count, taking turns for all rounds on the same keys: each turn a fresh store and the pass that creates its keys, two \`gc()\` calls between turns, and rate-limiter-flexible's key timers cleared when its turn ends, since they would keep its storage alive; no heap is reported there, as the heap is no one contender's.`,
+    columns: [
+      'run',
+      'contender',
+      'decisions/s',
+      'token bucket ÷',
+      'fixed window ÷',
+      'heap',
+      'admitted',
+    ],
     rows,
     ratios,
     targets,
     notes: [
-      "express-rate-limit counts a fixed window: per call, one Map lookup, one Date.now() and an increment, returning its own record. Sentinel runs a token bucket (fixed-point refill, time to full, expiry), checks the key and cost, passes the circuit breaker, and builds a fresh Decision with its per-policy details, as it does for Redis; the lookup and Date.now() are the same as the peer's, the rest is the difference.",
-      `The minimal token bucket is the least work that answers as Sentinel does: one async function over a Map, a refill on Date.now(), and a decision of Sentinel's fields with one policy's details; no key checks, no breaker, no expiry and no bound on its keys. At ${rate(small)} keys it made ${times(minimalErl)} express-rate-limit's rate, which bounds what any limiter answering that way can reach against that target; Sentinel made ${times(ratioOf(atSmall, 'minimal-token-bucket'))} of it, the rest being what Sentinel adds: key and cost checks, the breaker, the request kept for a refund, the eviction bookkeeping, and a Decision built as for Redis.`,
-      'Profile (`node --cpu-prof`), 10k keys: the Map lookup of the identity and Date.now() take a third of a decision; the limiter layer (checks, breaker, promise) and the decision objects most of the rest. Building and hashing the 45-character store key per call used to cost more than everything else; the memory store now files keys by identity and never builds them.',
-      'At 1M keys with the default maxKeys, each decision misses the Map and evicts an identity (CLOCK, approximately LRU, as Redis `allkeys-lru`), whose entry and state the new key takes over: misses, deletes and inserts on a Map of 100k entries dominate, and the key strings, which die old. What would move it: a larger maxKeys, which the second Sentinel row shows at the cost of the heap.',
+      "Two ways, since each has its own artefacts: a process of its own gives each contender a clean heap and code compiled for it alone; one process, as in an application, shares the timing loop's compiled code between them and leaves each a heap the other grew. The targets ask for 1.0× both ways, at each key count. 'token bucket ÷' and 'fixed window ÷' are Sentinel's rate with that algorithm over the row's, same run.",
+      "rate-limiter-flexible's RateLimiterMemory counts the points of a window that starts at a key's first consume, one record and one unref'd timer per key, and answers with a fresh result object: per call a key string built with its prefix, one Map lookup, Date.now() and an increment. Sentinel's token bucket refills in fixed point, computes the time to full and the key's expiry, checks the key and cost, passes the circuit breaker and builds a Decision with its per-policy details, as for Redis. express-rate-limit's MemoryStore counts a fixed window that resets every key at once on one interval: one Map lookup, Date.now() and an increment, returning its own record; Sentinel's fixed window answers as its token bucket does, over epoch-aligned windows.",
+      `The minimal token bucket is the least work that answers as Sentinel does: one async function over a Map, a refill on Date.now(), and a decision of Sentinel's fields with one policy's details; no key checks, no breaker, no expiry and no bound on its keys. At ${rate(small)} keys it made ${times(minimalRlf)} rate-limiter-flexible's rate; Sentinel made ${times(ratioOf(apartSmall, 'sentinel', 'minimal-token-bucket'))} of it, the rest being what Sentinel adds: key and cost checks, the breaker, the request kept for a refund, the eviction bookkeeping, and a Decision built as for Redis.`,
+      "At 1M keys with the default maxKeys, each decision misses, evicts an identity (CLOCK, approximately LRU, as Redis `allkeys-lru`) and files a new one, whose entry and state the evicted identity hands over. The identity table is its own index, open addressing over a typed array of (hash, slot) pairs with a seeded hash, beside a ring of slots for the CLOCK hand: a miss reads one or two adjacent pairs and compares a string only on a full hash match. On a Map, whose chains cost a cache miss per entry and per key string compared, the memory store made 0.99× rate-limiter-flexible here (519k against 523k decisions/s in the full run at 38c0c98), and its misses, deletes and inserts took most of a decision; the index made that case 1.75× faster alone and the 10k case 1.1× (medians of five alternating runs of each build). What is left at 1M keys is mostly garbage collection, a third of a decision in a CPU profile: each new key's identity string stays until eviction, 100k decisions later, so it outlives young collections and dies old, where rate-limiter-flexible, holding every key, creates none in this cycle.",
       'The peers keep every key until its window ends, so their heap grows with the number of distinct keys; Sentinel evicts past maxKeys, which bounds its heap whatever the key count.',
     ],
   };
