@@ -6,8 +6,9 @@
 -- penalty box of that many ms, else 0) has a second key, after all the policies' keys. Writes
 -- OUTCOMES[0], 1 or 0 for the request, then allowed, remaining, reset_ms and retry_ms per
 -- policy from OUTCOMES[1] (see `answer`), and returns how many keys it used. `mode` is '1' to
--- consume, '0' to look (a peek), 'p' to take `cost` as a penalty, or 'r<at>' to give back
--- `cost` charged at script time `at`.
+-- consume, '0' to look (a peek), 'p' to take `cost` as a penalty, 'r<at>' to give back
+-- `cost` charged at script time `at`, 'x<at>' to give back the slots taken then of the policies
+-- that hold leases (a release, see LEASES), or 'n<at>' to renew those leases from now.
 -- Several policies consume all-or-nothing, so a rejection anywhere consumes nothing anywhere:
 -- each policy decides as if it consumed, its write held back (HELD), and the writes are made
 -- only once every policy has admitted; on a rejection the policies that admitted are looked at
@@ -19,16 +20,27 @@ local function decide(key, arg, count, cost, now, mode)
   local outcomes = OUTCOMES
   local boxes = key + count
   if mode ~= '1' and mode ~= '0' then
-    local at = tonumber(string.match(mode, '^r(%-?%d+)$'))
+    local kind, at = string.match(mode, '^([rxn])(%-?%d+)$')
+    at = tonumber(at)
     local amount = cost
     if at then amount = -cost end
     outcomes[0] = 1
     for i = 0, count - 1 do
       local a = arg + ARGS_PER_POLICY * i
       local name, k, limit, window = ARGV[a], KEYS[key + i], ARGV[a + 1] + 0, ARGV[a + 2] + 0
-      ADJUSTMENTS[name](k, limit, window, amount, now, at)
+      local lease, renewed = LEASES[name], 1
+      -- A release gives back the slots of the policies that hold leases, and only those; a
+      -- refund or a penalty is the rate policies' alone, so a slot is never given back twice.
+      if kind == 'n' then
+        if lease then renewed = lease(k, limit, window, cost, now, at) end
+      elseif (kind == 'x') == (lease ~= nil) then
+        ADJUSTMENTS[name](k, limit, window, amount, now, at)
+      end
       local allowed, remaining, reset, retry = ALGORITHMS[name](k, limit, window, 1, now, false)
-      if allowed == 0 then outcomes[0] = 0 end
+      -- A renewal answers whether the lease was still held, and it and a release answer for the
+      -- policies that hold leases alone.
+      if kind == 'n' and lease then allowed = renewed end
+      if allowed == 0 and (lease or (kind ~= 'n' and kind ~= 'x')) then outcomes[0] = 0 end
       local o = 1 + FIELDS_PER_POLICY * i
       outcomes[o], outcomes[o + 1], outcomes[o + 2], outcomes[o + 3] =
         allowed, remaining, reset, retry

@@ -1,5 +1,5 @@
 // The gateway process: reads its configuration, starts, prints how to try it, and stops on a signal.
-import type { PolicyOptions, TierOptions } from '@sentinel/fastify';
+import type { AnyPolicyOptions, TierOptions } from '@sentinel/fastify';
 import { ConfigError, type GatewayConfig, isLoopback, loadConfig } from './config.ts';
 import { type EchoUpstream, startEchoUpstream } from './echo-upstream.ts';
 import { buildGateway, type Gateway } from './gateway.ts';
@@ -93,6 +93,8 @@ function printBanner(config: GatewayConfig, address: string, echo: EchoUpstream 
 
 /** `10 per 1m` or `100 per 1m + 20 per 1s`. */
 function describeTier(tier: TierOptions | undefined): string {
-  const policies: readonly PolicyOptions[] = tier === undefined ? [] : [tier].flat();
-  return policies.map((p) => `${p.limit} per ${p.window}`).join(' + ');
+  const policies: readonly AnyPolicyOptions[] = tier === undefined ? [] : [tier].flat();
+  return policies
+    .map((p) => ('concurrency' in p ? `${p.concurrency} in flight` : `${p.limit} per ${p.window}`))
+    .join(' + ');
 }

@@ -23,6 +23,10 @@ const algorithms = [
   'sliding-window-counter',
   'sliding-window-log',
 ];
+// Policies that limit what is in flight rather than a rate: held in the scripts like the
+// algorithms above, but not among the rate algorithms a policy's `algorithm` may name.
+const holders = ['concurrency'];
+const kinds = [...algorithms, ...holders];
 const luaFiles = (folder) =>
   readdirSync(join(root, folder))
     .filter((file) => file.endsWith('.lua'))
@@ -31,9 +35,9 @@ const luaFiles = (folder) =>
 // that registers under its own name.
 const files = luaFiles('lua').filter((name) => !['evaluate', 'batch'].includes(name));
 for (const name of files) {
-  if (!algorithms.includes(name)) throw new Error(`lua/${name}.lua is not in the algorithm list`);
+  if (!kinds.includes(name)) throw new Error(`lua/${name}.lua is not in the algorithm list`);
 }
-for (const name of algorithms) {
+for (const name of kinds) {
   if (!lua(name).includes(`ALGORITHMS['${name}'] = function`)) {
     throw new Error(`lua/${name}.lua must register ALGORITHMS['${name}']`);
   }
@@ -102,10 +106,10 @@ const argsPerPolicy = constant('ARGS_PER_POLICY');
 const compose = (names, main = evaluate) => [prelude, ...names.map(lua), main].join('\n');
 const batch = lua('batch');
 const entries = [
-  ...algorithms.map((name) => [name, compose([name])]),
-  ['mixed', compose(algorithms)],
-  ['batch', compose(algorithms, batch)],
-  ...algorithms.map((name) => [`batch-${name}`, compose([name], batch)]),
+  ...kinds.map((name) => [name, compose([name])]),
+  ['mixed', compose(kinds)],
+  ['batch', compose(kinds, batch)],
+  ...kinds.map((name) => [`batch-${name}`, compose([name], batch)]),
 ];
 
 // Redis 7 and later also hold all of it as one function library, loaded once per server: FCALL
@@ -117,7 +121,7 @@ const entries = [
 const libraryCode = [
   'local KEYS, ARGV',
   prelude,
-  ...algorithms.map(lua),
+  ...kinds.map(lua),
   ...[
     ['evaluate', evaluate],
     ['batch', batch],
@@ -141,7 +145,10 @@ constants +=
 constants += `export const ARGS_PER_POLICY = ${argsPerPolicy};\n\n`;
 constants +=
   '/** The algorithms Sentinel runs, each atomically in one Redis script call and in memory. */\n';
-constants += `export const ALGORITHMS = [\n${algorithms.map((name) => `  '${name}',\n`).join('')}] as const;\n`;
+constants += `export const ALGORITHMS = [\n${algorithms.map((name) => `  '${name}',\n`).join('')}] as const;\n\n`;
+constants +=
+  '/** Everything the scripts hold a policy with: the rate algorithms, then concurrency. */\n';
+constants += `export const POLICY_KINDS = [...ALGORITHMS, ${holders.map((name) => `'${name}'`).join(', ')}] as const;\n`;
 
 let out = HEADER;
 out +=

@@ -2,6 +2,7 @@
 export {
   ALGORITHMS,
   type Algorithm,
+  type AnyPolicyOptions,
   type ApiKeyIdentifier,
   type ApiKeyOptions,
   type ApiKeyTenant,
@@ -12,6 +13,7 @@ export {
   byIp,
   COST_EXCEEDS_LIMIT,
   COST_EXCEEDS_LIMIT_STATUS,
+  type ConcurrencyPolicyOptions,
   chain,
   createRedisClient,
   type Decision,
@@ -31,6 +33,7 @@ export {
   type MemoryStoreOptions,
   type Observer,
   type PolicyDecision,
+  type PolicyKind,
   type PolicyOptions,
   type ProblemDetails,
   QUOTA_EXCEEDED,

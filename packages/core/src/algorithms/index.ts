@@ -1,5 +1,6 @@
 // The TypeScript twins of lua/*.lua, by algorithm name, for the memory store.
-import type { Algorithm } from '../shared/types.ts';
+import type { PolicyKind } from '../shared/types.ts';
+import { concurrency, concurrencyAdjust, concurrencyRenew, type Renew } from './concurrency.ts';
 import type { Adjust, Evaluate, KeyState } from './evaluation.ts';
 import { fixedWindow, fixedWindowAdjust } from './fixed-window.ts';
 import { gcra, gcraAdjust } from './gcra.ts';
@@ -18,7 +19,8 @@ export const evaluators = {
   'fixed-window': fixedWindow,
   'sliding-window-counter': slidingWindowCounter,
   'sliding-window-log': slidingWindowLog,
-} satisfies Record<Algorithm, unknown> as Record<Algorithm, Evaluate<KeyState>>;
+  concurrency,
+} satisfies Record<PolicyKind, unknown> as Record<PolicyKind, Evaluate<KeyState>>;
 
 /** The twins of the scripts' ADJUSTMENTS: penalties and refunds, by algorithm name. */
 export const adjusters = {
@@ -27,6 +29,13 @@ export const adjusters = {
   'fixed-window': fixedWindowAdjust,
   'sliding-window-counter': slidingWindowCounterAdjust,
   'sliding-window-log': slidingWindowLogAdjust,
-} satisfies Record<Algorithm, unknown> as Record<Algorithm, Adjust<KeyState>>;
+  concurrency: concurrencyAdjust,
+} satisfies Record<PolicyKind, unknown> as Record<PolicyKind, Adjust<KeyState>>;
 
+/** The twins of the scripts' LEASES: the kinds whose slots a release gives back and a renewal moves. */
+export const leases: Partial<Record<PolicyKind, Renew<KeyState>>> = {
+  concurrency: concurrencyRenew as Renew<KeyState>,
+};
+
+export type { Renew } from './concurrency.ts';
 export type { Adjust, Evaluate, KeyState, PolicyInput, Slot } from './evaluation.ts';

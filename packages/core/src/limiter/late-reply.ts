@@ -16,7 +16,7 @@ type LimiterParts = Pick<ResolvedOptions, 'clock' | 'report' | 'observers'> & {
  * expiry it carried, and its reply came too late to count:
  *
  * - a consume that was admitted took its cost from every policy: `send` gives it back, into the
- *   windows it was charged in, as `refund()` would. A degraded decision keeps no charge, so no
+ *   windows it was charged in, as `refund()` would, and releases its concurrency slots. A degraded decision keeps no charge, so no
  *   caller can give the same units back a second time. The refund is sent once, and never
  *   again, whatever becomes of it: it carries an expiry too, so either it ran or it never will,
  *   and a refund given up on may still have run (its own late reply then needs nothing more).
@@ -47,10 +47,17 @@ export function lateReply(
   const { identity, layout, cost } = request;
   const refund = new IdentityRequest(identity, layout, cost, false, parts.clock?.());
   refund.adjust = { kind: 'refund', at: reply.at };
+  // Concurrency slots are not a refund's: they are released beside it.
+  let given: Promise<unknown> = send(refund);
+  if (layout.plan.lease !== undefined) {
+    const release = new IdentityRequest(identity, layout, cost, false, parts.clock?.());
+    release.adjust = { kind: 'release', at: reply.at };
+    given = Promise.all([given, send(release)]);
+  }
   const { observers, store } = parts;
   const tier = layout.plan.tier;
   const server = store.serverOf?.(request.keys) ?? '';
-  send(refund).then(
+  given.then(
     () => observers?.lateRefund?.({ identity, tier, cost, server, error: undefined }),
     (failure: unknown) => {
       const cause = failure instanceof SentinelError ? failure : undefined;

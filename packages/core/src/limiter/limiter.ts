@@ -11,7 +11,7 @@ import { FailureMode, unknownTierError } from './failure-mode.ts';
 import { type LimiterOptions, resolveOptions, resolveStore } from './options.ts';
 import type { CompiledPlan } from './plan-cache.ts';
 import { checkKey, Plans } from './plans.ts';
-import { penalize, type RefundOptions, refund } from './refund-and-penalty.ts';
+import { penalize, type RefundOptions, refund, release, renew } from './refund-and-penalty.ts';
 import { reset } from './reset.ts';
 import { StoreCalls } from './store-calls.ts';
 
@@ -51,6 +51,21 @@ export interface Limiter {
    * the penalty just before the store gave up on it: a retry may then take it twice).
    */
   penalize(key: string, options?: ConsumeOptions): Promise<Decision>;
+  /**
+   * Gives back the concurrency slots an admitted decision holds (see `Decision.lease`), in one
+   * store call. Resolves true once sent; false, with no store call, for a decision that holds
+   * none: refused, degraded, a peek's, released already, or with no concurrency policy. Rejects
+   * with a SentinelError when the store fails; the slots then lapse when the lease ends. Not
+   * retried: a release Redis ran just before the store gave up on it looks the same as one it
+   * never ran, and a second would free another request's slot.
+   */
+  release(decision: Decision): Promise<boolean>;
+  /**
+   * Holds the decision's slots for another lease from now, for a response that streams longer
+   * than the lease. Resolves true when they were still held; false when the lease had ended (the
+   * slots are then free for others, and the decision holds none), or it held none.
+   */
+  renew(decision: Decision): Promise<boolean>;
   /**
    * Stops timers and closes the stores the limiter created, and the client it built from
    * `redisUrl`. A client you passed as `redis` stays open.
@@ -122,6 +137,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     reset: (key, options) => reset({ plans, store, failureMode, blocks, report }, key, options),
     refund: (key, options) => refund(adjustments, key, options),
     penalize: (key, options) => penalize(adjustments, key, options),
+    release: (decision) => release(adjustments, decision),
+    renew: (decision) => renew(adjustments, decision),
     async close() {
       unsubscribe?.();
       failureMode.close();

@@ -10,7 +10,13 @@ import {
 import { createReporter } from '../observe/reporter.ts';
 import type { SentinelError } from '../shared/errors.ts';
 import type { Plan } from '../shared/plan.ts';
-import type { PolicyOptions, Store, StoreErrorMode, TierOptions } from '../shared/types.ts';
+import type {
+  ConcurrencyPolicyOptions,
+  PolicyOptions,
+  Store,
+  StoreErrorMode,
+  TierOptions,
+} from '../shared/types.ts';
 import {
   checkFunction,
   checkObject,
@@ -26,15 +32,19 @@ import { toRedisConnection } from '../stores/redis/connection.ts';
 import { type RedisClient, RedisStore } from '../stores/redis/redis-store.ts';
 import { type BlockCache, type BlockCacheOptions, resolveBlockCache } from './block-cache.ts';
 import { type CircuitBreakerOptions, CircuitBreakers } from './circuit-breaker.ts';
-import { POLICY_FIELDS, resolvePlan } from './policy.ts';
+import { CONCURRENCY_POLICY_FIELDS, POLICY_FIELDS, resolvePlan } from './policy.ts';
 
 /**
  * The limiter's options. The fields of one policy (`name`, `limit`, `window`, `algorithm`,
  * `blockFor`: see PolicyOptions) may be written at the top level, as shorthand for
- * `policies: { … }`; that shorthand cannot be combined with `policies` or `tiers`.
+ * `policies: { … }`, and so may a concurrency policy's (`concurrency`, `lease`), alone or beside
+ * them; that shorthand cannot be combined with `policies` or `tiers`.
  * @example { limit: 5, window: '1m', blockFor: '10m', redisUrl: 'redis://10.0.0.5:6379' }
+ * @example { limit: 100, window: '1m', concurrency: 5 }
  */
-export interface LimiterOptions extends Partial<PolicyOptions> {
+export interface LimiterOptions
+  extends Partial<PolicyOptions>,
+    Partial<Omit<ConcurrencyPolicyOptions, 'name'>> {
   /**
    * Where state lives. Without `store` or `redis`, limiters share one MemoryStore per process.
    * @default the process's shared MemoryStore
@@ -138,12 +148,21 @@ const LIMITER_OPTIONS = {
   observe: true,
   logger: true,
   clock: true,
-} as const satisfies Record<Exclude<keyof LimiterOptions, keyof PolicyOptions>, true>;
+} as const satisfies Record<
+  Exclude<keyof LimiterOptions, keyof PolicyOptions | keyof ConcurrencyPolicyOptions>,
+  true
+>;
+
+/** The shorthand's fields: a rate policy's, then a concurrency policy's own. */
+export const SHORTHAND_FIELDS: readonly (keyof LimiterOptions)[] = Object.freeze([
+  ...POLICY_FIELDS,
+  ...CONCURRENCY_POLICY_FIELDS.filter((field) => field !== 'name'),
+]);
 
 /** The options createLimiter takes, the shorthand's policy fields included; any other is refused. */
 export const LIMITER_OPTION_NAMES: readonly string[] = Object.freeze([
   ...Object.keys(LIMITER_OPTIONS),
-  ...POLICY_FIELDS,
+  ...SHORTHAND_FIELDS,
 ]);
 
 const MODES = ['allow', 'deny', 'local'] as const satisfies readonly StoreErrorMode[];
@@ -211,27 +230,44 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
   };
 }
 
-/** The policy fields written at the top level, or undefined when there are none. */
-function shorthandOf(options: LimiterOptions): Partial<PolicyOptions> | undefined {
-  const given = POLICY_FIELDS.filter((field) => options[field] !== undefined);
+/**
+ * The policies written at the top level, and the first field given; undefined when there are
+ * none. A rate policy's fields make one policy and `concurrency` and `lease` another, beside it;
+ * `name` names the rate policy, or the concurrency policy when it stands alone.
+ */
+function shorthandOf(
+  options: LimiterOptions,
+): { policies: TierOptions; first: string } | undefined {
+  const given: readonly string[] = SHORTHAND_FIELDS.filter((field) => options[field] !== undefined);
   if (given.length === 0) return undefined;
-  return Object.fromEntries(given.map((field) => [field, options[field]]));
+  const pick = (fields: readonly string[]): object =>
+    Object.fromEntries(
+      fields
+        .filter((field) => given.includes(field))
+        .map((field) => [field, options[field as keyof LimiterOptions]]),
+    );
+  const rate = given.some((field) => field !== 'name' && POLICY_FIELDS.includes(field as never));
+  const concurrent = given.includes('concurrency') || given.includes('lease');
+  const first = given[0] as string;
+  if (!concurrent) return { policies: pick(POLICY_FIELDS) as PolicyOptions, first };
+  const slots = pick(CONCURRENCY_POLICY_FIELDS.filter((f) => rate === false || f !== 'name'));
+  if (!rate) return { policies: slots as ConcurrencyPolicyOptions, first };
+  return {
+    policies: [pick(POLICY_FIELDS) as PolicyOptions, slots as ConcurrencyPolicyOptions],
+    first,
+  };
 }
 
 function resolvePlans(options: LimiterOptions): { plans: Map<string, Plan>; fallback: Plan } {
   const { policies, tiers, defaultTier } = options;
   const shorthand = shorthandOf(options);
-  const given = [
-    policies !== undefined && 'policies',
-    shorthand && Object.keys(shorthand)[0],
-    tiers && 'tiers',
-  ];
+  const given = [policies !== undefined && 'policies', shorthand?.first, tiers && 'tiers'];
   const chosen = given.filter((name): name is string => typeof name === 'string');
   if (chosen.length === 0)
     fail('policies', 'is required: pass `policies`, `limit` and `window`, or `tiers`');
   if (chosen.length > 1) {
     const why = shorthand
-      ? `: a policy's fields at the top level (${listNames(POLICY_FIELDS)}) are shorthand for \`policies\``
+      ? `: a policy's fields at the top level (${listNames(SHORTHAND_FIELDS)}) are shorthand for \`policies\``
       : '';
     fail(String(chosen[1]), `cannot be combined with \`${chosen[0]}\`${why}`);
   }
@@ -240,7 +276,7 @@ function resolvePlans(options: LimiterOptions): { plans: Map<string, Plan>; fall
     if (defaultTier !== undefined) fail('defaultTier', 'needs `tiers`');
     if (policies !== undefined) return { plans, fallback: resolvePlan(policies, 'policies') };
     // The shorthand's fields are top-level options: errors name them bare, as `window`.
-    return { plans, fallback: resolvePlan(shorthand as PolicyOptions, '') };
+    return { plans, fallback: resolvePlan((shorthand as { policies: TierOptions }).policies, '') };
   }
   if (typeof tiers !== 'object') fail('tiers', 'must be an object of tier name to policies');
   for (const [tier, tierPolicies] of Object.entries(tiers)) {

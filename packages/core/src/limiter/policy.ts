@@ -4,6 +4,7 @@ import type { Plan } from '../shared/plan.ts';
 import {
   ALGORITHMS,
   type Algorithm,
+  type ConcurrencyPolicyOptions,
   type PolicyOptions,
   type ResolvedPolicy,
   type TierOptions,
@@ -47,8 +48,67 @@ export const POLICY_FIELDS: readonly (keyof PolicyOptions)[] = Object.freeze(
   Object.keys(FIELDS) as (keyof PolicyOptions)[],
 );
 
+/** Every field of ConcurrencyPolicyOptions, checked against the interface likewise. */
+const CONCURRENCY_FIELDS = {
+  name: true,
+  concurrency: true,
+  lease: true,
+} as const satisfies Record<keyof ConcurrencyPolicyOptions, true>;
+
+export const CONCURRENCY_POLICY_FIELDS: readonly (keyof ConcurrencyPolicyOptions)[] = Object.freeze(
+  Object.keys(CONCURRENCY_FIELDS) as (keyof ConcurrencyPolicyOptions)[],
+);
+
+/** How long a slot is held at most unless renewed: longer than nearly any request takes. */
+export const DEFAULT_LEASE_MS = 60_000;
+
+/** A policy's name, given or made: letters, digits, `_`, `-` and `.`. */
+function nameOf(given: unknown, fallback: string, option: string): string {
+  const name = given ?? fallback;
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    fail(field(option, 'name'), 'must be 1 to 64 letters, digits, `_`, `-` or `.`');
+  }
+  return name;
+}
+
+/**
+ * A concurrency policy: `concurrency` slots, each held for at most `lease`. The slots are a
+ * sorted set in Redis, one entry each, so they are bounded as the sliding window log's are.
+ */
+function resolveConcurrency(
+  input: object,
+  option: string,
+  tier: string | undefined,
+): ResolvedPolicy {
+  rejectUnknownFields(input, CONCURRENCY_POLICY_FIELDS, option, 'a concurrency policy');
+  const { name, concurrency, lease = DEFAULT_LEASE_MS } = input as Record<string, unknown>;
+  checkPositiveInteger(concurrency, field(option, 'concurrency'));
+  if (concurrency > MAX_LOG_LIMIT) {
+    fail(
+      field(option, 'concurrency'),
+      `is ${concurrency}, but at most ${MAX_LOG_LIMIT} is allowed`,
+    );
+  }
+  const leaseMs = parseWindow(lease);
+  if (leaseMs === undefined) {
+    fail(
+      field(option, 'lease'),
+      `must be positive whole milliseconds or a string like '30s' or '5m', got ${describe(lease)}`,
+    );
+  }
+  const fallback = `${tier ? `${tier.toLowerCase()}-` : ''}${concurrency}-in-flight`;
+  return {
+    name: nameOf(name, fallback, option),
+    limit: concurrency,
+    windowMs: leaseMs,
+    algorithm: 'concurrency',
+    blockForMs: 0,
+  };
+}
+
 function resolvePolicy(input: unknown, option: string, tier: string | undefined): ResolvedPolicy {
   checkObject(input, option || 'policies', 'a policy object');
+  if ('concurrency' in input || 'lease' in input) return resolveConcurrency(input, option, tier);
   rejectUnknownFields(input, POLICY_FIELDS, option, 'a policy');
   const {
     name,
@@ -68,10 +128,7 @@ function resolvePolicy(input: unknown, option: string, tier: string | undefined)
   checkOneOf(algorithm, ALGORITHMS, field(option, 'algorithm'));
   checkScale(limit, windowMs, algorithm, option);
   const fallback = `${tier ? `${tier.toLowerCase()}-` : ''}${limit}-per-${formatWindow(windowMs)}`;
-  const resolvedName = name ?? fallback;
-  if (typeof resolvedName !== 'string' || !NAME.test(resolvedName)) {
-    fail(field(option, 'name'), 'must be 1 to 64 letters, digits, `_`, `-` or `.`');
-  }
+  const resolvedName = nameOf(name, fallback, option);
   let blockForMs = 0;
   if (blockFor !== undefined) {
     const parsed = parseWindow(blockFor);
@@ -152,6 +209,14 @@ export function resolvePlan(input: TierOptions, option: string, tier?: string): 
     seen.add(name);
   }
   const first = policies[0] as ResolvedPolicy;
+  const holders = policies.filter((p) => p.algorithm === 'concurrency');
+  const lease =
+    holders.length === 0
+      ? undefined
+      : Object.freeze({
+          policies: Object.freeze(holders.map((p) => p.name)),
+          ms: Math.min(...holders.map((p) => p.windowMs)),
+        });
   const script = policies.every((p) => p.algorithm === first.algorithm) ? first.algorithm : 'mixed';
   return {
     tier,
@@ -163,6 +228,7 @@ export function resolvePlan(input: TierOptions, option: string, tier?: string): 
       ),
     ],
     script,
+    lease,
     // ARGS_PER_POLICY of them per policy.
     args: policies.flatMap((p) => [
       p.algorithm,

@@ -1,4 +1,5 @@
-// After a decision: what an admitted consume took given back (`refund`), or more taken (`penalize`).
+// After a decision: what an admitted consume took given back (`refund`), or more taken
+// (`penalize`); the concurrency slots it holds given back (`release`) or kept longer (`renew`).
 import type { SentinelError } from '../shared/errors.ts';
 import { storageIdentity } from '../shared/fingerprint.ts';
 import type { ConsumeOptions, Decision } from '../shared/types.ts';
@@ -62,6 +63,46 @@ export async function refund(
   }
   // A refusal this process remembers may be out of date now.
   parts.blocks?.forget(blockId(layout.plan, key));
+  return true;
+}
+
+/** The admitted consume behind `decision` whose slots are still held, if any. */
+function holderOf(decision: Decision): IdentityRequest | undefined {
+  checkObject(decision, 'decision', 'the decision consume resolved with');
+  const charge = LimiterDecision.chargeOf(decision) as IdentityRequest | undefined;
+  if (charge === undefined || !charge.holds || charge.chargedAt === undefined) return undefined;
+  return charge;
+}
+
+/** See `Limiter.release`. */
+export async function release(parts: AdjustmentParts, decision: Decision): Promise<boolean> {
+  const charge = holderOf(decision);
+  if (charge === undefined) return false;
+  // Marked first: a second release, racing this one or after it, gives nothing back.
+  charge.holds = false;
+  const { identity, layout, cost } = charge;
+  const request = new IdentityRequest(identity, layout, cost, false, parts.clock?.());
+  request.adjust = { kind: 'release', at: charge.chargedAt as number };
+  // Not given again on failure: a release Redis ran just before the store gave up on it cannot
+  // be told from one it never ran, and the slots lapse with their lease either way.
+  await parts.calls.adjust(request);
+  return true;
+}
+
+/** See `Limiter.renew`. */
+export async function renew(parts: AdjustmentParts, decision: Decision): Promise<boolean> {
+  const charge = holderOf(decision);
+  if (charge === undefined) return false;
+  const { identity, layout, cost } = charge;
+  const request = new IdentityRequest(identity, layout, cost, false, parts.clock?.());
+  request.adjust = { kind: 'renew', at: charge.chargedAt as number };
+  const reply = await parts.calls.adjust(request);
+  // The slots now count from the renewal, which is when a release must find them.
+  if (!reply.allowed || reply.at === undefined) {
+    charge.holds = false;
+    return false;
+  }
+  charge.chargedAt = reply.at;
   return true;
 }
 

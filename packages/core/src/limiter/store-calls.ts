@@ -122,6 +122,10 @@ export class StoreCalls {
       request.chargedAt = reply.at;
       request.left = request.cost;
       LimiterDecision.keep(decision, request);
+      if (plan.lease !== undefined && reply.at !== undefined) {
+        decision.lease = plan.lease;
+        request.holds = true;
+      }
     }
     if (startedAt === undefined) return decision;
     const storeMs = performance.now() - startedAt;

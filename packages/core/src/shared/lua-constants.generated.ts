@@ -14,3 +14,6 @@ export const ALGORITHMS = [
   'sliding-window-counter',
   'sliding-window-log',
 ] as const;
+
+/** Everything the scripts hold a policy with: the rate algorithms, then concurrency. */
+export const POLICY_KINDS = [...ALGORITHMS, 'concurrency'] as const;

@@ -1,5 +1,5 @@
 // A plan: what one consume runs for a tier, built by limiter/policy.ts and read by the stores.
-import type { Algorithm, ResolvedPolicy } from './types.ts';
+import type { Lease, PolicyKind, ResolvedPolicy } from './types.ts';
 
 /** Everything one consume needs for a tier, computed once. */
 export interface Plan {
@@ -11,6 +11,8 @@ export interface Plan {
    * policy named by the caller `:<name>:<window>:<algorithm>` (see `keySuffix`).
    */
   readonly keySuffixes: readonly string[];
-  readonly script: 'mixed' | Algorithm;
+  readonly script: 'mixed' | PolicyKind;
   readonly args: readonly string[];
+  /** What an admitted consume holds, when the plan has concurrency policies. */
+  readonly lease: Lease | undefined;
 }

@@ -1,11 +1,14 @@
 // Public types of @sentinel/core. Internal configuration types stay in the modules that use them.
 import type { SentinelError } from './errors.ts';
-import { ALGORITHMS } from './lua-constants.generated.ts';
+import { ALGORITHMS, POLICY_KINDS } from './lua-constants.generated.ts';
 
-// The list is generated with the scripts (scripts/generate-lua.mjs), so it cannot drift from lua/.
-export { ALGORITHMS };
+// The lists are generated with the scripts (scripts/generate-lua.mjs), so they cannot drift from lua/.
+export { ALGORITHMS, POLICY_KINDS };
 
+/** A rate algorithm, which a rate policy's `algorithm` names. */
 export type Algorithm = (typeof ALGORITHMS)[number];
+/** What a policy runs: a rate algorithm, or 'concurrency' for a concurrency policy. */
+export type PolicyKind = (typeof POLICY_KINDS)[number];
 
 /** A window: milliseconds, or a string such as `'500ms'`, `'10s'`, `'1m'`, `'1h'` or `'1d'`. */
 export type Window = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
@@ -30,8 +33,31 @@ export interface PolicyOptions {
   blockFor?: Window;
 }
 
+/**
+ * A concurrency policy: at most `concurrency` requests (units of cost) in flight at once for an
+ * identity. An admitted request holds its slots until `limiter.release(decision)`, or until its
+ * lease ends, so that a process that dies holding slots cannot keep them.
+ */
+export interface ConcurrencyPolicyOptions {
+  /**
+   * Names the policy in headers and in its Redis key. Letters, digits, `_`, `-` and `.`.
+   * @default `<concurrency>-in-flight`, prefixed with the tier's name in lower case
+   */
+  name?: string;
+  /** Slots (units of cost) held at once at most: a positive integer. */
+  concurrency: number;
+  /**
+   * How long a slot is held at most unless renewed (`limiter.renew(decision)`).
+   * @default '1m'
+   */
+  lease?: Window;
+}
+
+/** A rate policy (`PolicyOptions`) or a concurrency policy. */
+export type AnyPolicyOptions = PolicyOptions | ConcurrencyPolicyOptions;
+
 /** A tier is one policy or several; a request must satisfy all of them. */
-export type TierOptions = PolicyOptions | readonly PolicyOptions[];
+export type TierOptions = AnyPolicyOptions | readonly AnyPolicyOptions[];
 
 /** What to do when the store fails or is out of reach. */
 export type StoreErrorMode = 'allow' | 'deny' | 'local';
@@ -39,7 +65,7 @@ export type StoreErrorMode = 'allow' | 'deny' | 'local';
 /** One policy's part of a decision. */
 export interface PolicyDecision {
   policy: string;
-  algorithm: Algorithm;
+  algorithm: PolicyKind;
   allowed: boolean;
   limit: number;
   windowMs: number;
@@ -67,6 +93,19 @@ export interface Decision {
   degraded?: StoreErrorMode;
   /** Why it is degraded; absent while the circuit breaker skips a store known to be failing. */
   error?: SentinelError;
+  /**
+   * On an admitted decision whose policies include concurrency policies: the slots it holds
+   * until `limiter.release(decision)`, or until the lease ends unless `limiter.renew(decision)`.
+   */
+  lease?: Lease;
+}
+
+/** The concurrency slots an admitted decision holds. */
+export interface Lease {
+  /** The concurrency policies it holds slots of, by name. */
+  readonly policies: readonly string[];
+  /** How long the slots are held at most, from the decision or its last renewal. */
+  readonly ms: number;
 }
 
 export interface ConsumeOptions {
@@ -91,7 +130,7 @@ export interface StoreRequest {
   keys: readonly string[];
   policies: readonly ResolvedPolicy[];
   /** Which Lua script serves these policies. */
-  script: 'mixed' | Algorithm;
+  script: 'mixed' | PolicyKind;
   /** The policies as script arguments: algorithm, limit, window and box for each. */
   args: readonly string[];
   cost: number;
@@ -133,10 +172,13 @@ export interface StoreReply {
   readonly at?: number;
 }
 
-/** A penalty, or a refund of a consume charged at Unix ms `at`. */
+/**
+ * A penalty; a refund of a consume charged at Unix ms `at`; the release of the slots that
+ * consume took of its concurrency policies, alone; or their renewal, as a lease from now.
+ */
 export type Adjustment =
   | { readonly kind: 'penalize' }
-  | { readonly kind: 'refund'; readonly at: number };
+  | { readonly kind: 'refund' | 'release' | 'renew'; readonly at: number };
 
 export interface Store {
   evaluate(request: StoreRequest): StoreReply | Promise<StoreReply>;
@@ -156,7 +198,7 @@ export interface ResolvedPolicy {
   readonly name: string;
   readonly limit: number;
   readonly windowMs: number;
-  readonly algorithm: Algorithm;
+  readonly algorithm: PolicyKind;
   /** The penalty box in ms; 0 for none. Such a policy has a second key, after all state keys. */
   readonly blockForMs: number;
 }

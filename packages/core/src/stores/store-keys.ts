@@ -45,6 +45,8 @@ export class IdentityRequest implements StoreRequest {
    */
   chargedAt: number | undefined = undefined;
   left = 0;
+  /** Once an admitted consume's decision holds concurrency slots: until they are released. */
+  holds = false;
   /** For a refund made by `refund()`: the admitted consume it gives back to. */
   refundOf: IdentityRequest | undefined = undefined;
   /** The limiter that sent it, to hear of a reply that comes after the store gave up on it. */

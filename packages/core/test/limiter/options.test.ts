@@ -256,7 +256,9 @@ describe("the shorthand: a policy's fields at the top level", () => {
   ])('cannot be combined with `policies` or `tiers`: %o', (options, message) => {
     const error = rejects(options);
     expect(error).toContain(message);
-    expect(error).toContain('`name`, `limit`, `window`, `algorithm` and `blockFor`');
+    expect(error).toContain(
+      '`name`, `limit`, `window`, `algorithm`, `blockFor`, `concurrency` and `lease`',
+    );
   });
 
   it('names a bad field bare, as it was written', () => {

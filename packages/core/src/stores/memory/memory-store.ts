@@ -3,6 +3,7 @@ import {
   adjusters,
   evaluators,
   type KeyState,
+  leases,
   type PolicyInput,
   type Slot,
 } from '../../algorithms/index.ts';
@@ -96,9 +97,21 @@ export class MemoryStore implements Store {
     const now = (request.now ?? real) - EPOCH_MS;
     const at = request.now ?? real;
     if (request.adjust !== undefined) {
-      this.#adjust(request, identities, namespaces, now);
+      const renewed = this.#adjust(request, identities, namespaces, now);
       // Then what a peek would say, as the script replies; its boxes aside, as the script's are.
-      return this.#run(request, identities, namespaces, now, 1, false, false, at, false);
+      const reply = this.#run(request, identities, namespaces, now, 1, false, false, at, false);
+      const kind = request.adjust.kind;
+      if (kind !== 'release' && kind !== 'renew') return reply;
+      // A release and a renewal answer for the policies that hold leases alone, and a renewal
+      // whether they were still held.
+      let allowed = true;
+      request.policies.forEach((policy, i) => {
+        if (leases[policy.algorithm] === undefined) return;
+        const outcome = reply.policies[i] as PolicyOutcome;
+        if (kind === 'renew') outcome.allowed = renewed[i] as boolean;
+        if (!outcome.allowed) allowed = false;
+      });
+      return { ...reply, allowed };
     }
     // Several policies consume all or none, as in lua/prelude/decision.lua: here a look at every policy,
     // then the consume when all admit.
@@ -218,26 +231,41 @@ export class MemoryStore implements Store {
     else this.#table.insertAfterRead(identity, namespace, { expiresAt: now + ms });
   }
 
-  /** Takes a penalty, or gives a refund back, per policy: the twins of ADJUSTMENTS. */
+  /**
+   * Takes a penalty, gives a refund back, releases or renews, per policy: the twins of
+   * ADJUSTMENTS and LEASES. Returns, per policy, whether a renewal found its lease.
+   */
   #adjust(
     { policies, cost, adjust }: StoreRequest,
     identities: string | readonly string[],
     namespaces: readonly string[],
     now: number,
-  ): void {
-    const refundAt = adjust?.kind === 'refund' ? adjust.at - EPOCH_MS : undefined;
-    const amount = refundAt === undefined ? cost : -cost;
+  ): boolean[] {
+    const kind = adjust?.kind;
+    const chargedAt =
+      adjust !== undefined && adjust.kind !== 'penalize' ? adjust.at - EPOCH_MS : undefined;
+    const amount = chargedAt === undefined ? cost : -cost;
     const input = this.#input;
     input.now = now;
+    input.cost = cost;
     const slot = this.#slot;
+    const renewed = new Array<boolean>(policies.length).fill(true);
     for (let i = 0; i < policies.length; i++) {
       const policy = policies[i] as StoreRequest['policies'][number];
+      const renew = leases[policy.algorithm];
+      // A release and a renewal touch only the policies that hold leases, which a refund and a
+      // penalty leave alone, as `decide` does.
+      if ((kind === 'release' || kind === 'renew') !== (renew !== undefined)) continue;
       const identity = this.#identityAt(identities, i);
       const entry = this.#table.read(identity, namespaces[i] as string, now);
       input.limit = policy.limit;
       input.windowMs = policy.windowMs;
       slot.state = entry?.state;
-      adjusters[policy.algorithm](input, slot, amount, refundAt);
+      if (kind === 'renew' && renew !== undefined) {
+        renewed[i] = renew(input, slot, chargedAt as number);
+      } else {
+        adjusters[policy.algorithm](input, slot, amount, chargedAt);
+      }
       const next = slot.state;
       slot.state = undefined;
       if (next === undefined) {
@@ -248,5 +276,6 @@ export class MemoryStore implements Store {
         this.#table.insertAfterRead(identity, namespaces[i] as string, next);
       }
     }
+    return renewed;
   }
 }

@@ -443,7 +443,11 @@ export class RedisStore implements Store {
 }
 
 /** A request's mode as `decide` (lua/prelude/decision.lua) reads it. */
+/** The scripts' mode letter of each adjustment at a time (see `decide` in lua/prelude/decision.lua). */
+const ADJUSTMENT_MODES = { refund: 'r', release: 'x', renew: 'n' } as const;
+
 function mode({ apply, adjust }: StoreRequest): string {
   if (adjust === undefined) return apply ? '1' : '0';
-  return adjust.kind === 'penalize' ? 'p' : `r${adjust.at - EPOCH_MS}`;
+  if (adjust.kind === 'penalize') return 'p';
+  return `${ADJUSTMENT_MODES[adjust.kind]}${adjust.at - EPOCH_MS}`;
 }
