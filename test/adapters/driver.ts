@@ -10,6 +10,11 @@ export interface RouteSpec {
    * options merged over the app's options, or false for no limit on this route.
    */
   rateLimit?: Partial<HttpLimiterOptions> | false;
+  /**
+   * What the route's handler does before it answers, after the limit admitted it: a rejection
+   * is thrown from the handler, for the framework to answer as it answers errors.
+   */
+  work?: () => Promise<void>;
 }
 
 export interface AppSpec {

@@ -5,7 +5,16 @@ import {
   rateLimit,
 } from '../../packages/express/src/index.ts';
 import { answer, express5, serve } from '../../packages/express/test/apps.ts';
-import type { AdapterDriver, AppSpec, RunningApp } from './driver.ts';
+import type { AdapterDriver, AppSpec, RouteSpec, RunningApp } from './driver.ts';
+
+/** The route's handler: its work, then the answer; what the work throws goes to Express. */
+function handlerOf(route: RouteSpec): typeof answer {
+  const { work } = route;
+  if (work === undefined) return answer;
+  return (req, res, next) => {
+    work().then(() => answer(req, res, next), next);
+  };
+}
 
 async function start(spec: AppSpec): Promise<RunningApp> {
   const options: RateLimitOptions = spec.customHandler
@@ -26,12 +35,14 @@ async function start(spec: AppSpec): Promise<RunningApp> {
     // Routes with limits of their own, or none, answer before the app-wide middleware sees them:
     // this is how an Express app gives a route its limit instead of the app's.
     for (const route of routes) {
-      if (route.rateLimit === false) app.get(route.path, answer);
-      else if (route.rateLimit) app.get(route.path, limit.route(route.rateLimit), answer);
+      if (route.rateLimit === false) app.get(route.path, handlerOf(route));
+      else if (route.rateLimit) app.get(route.path, limit.route(route.rateLimit), handlerOf(route));
     }
     app.use(limit);
     app.get('/', answer);
-    for (const route of routes) if (route.rateLimit === undefined) app.get(route.path, answer);
+    for (const route of routes) {
+      if (route.rateLimit === undefined) app.get(route.path, handlerOf(route));
+    }
   } catch (error) {
     await limit.close();
     throw error;

@@ -24,7 +24,17 @@ export const driver: AdapterDriver = {
     app.get('/', answer);
     for (const route of spec.routes ?? []) {
       const config = route.rateLimit === undefined ? {} : { rateLimit: route.rateLimit };
-      app.get(route.path, { config }, answer);
+      const { work } = route;
+      app.get(
+        route.path,
+        { config },
+        work === undefined
+          ? answer
+          : async (request: FastifyRequest) => {
+              await work();
+              return answer(request);
+            },
+      );
     }
     const url = await app.listen({ host: '127.0.0.1', port: 0 });
     return { url, close: () => app.close() };

@@ -22,6 +22,7 @@ export const driver: AdapterDriver = {
     const appLimiter = rateLimit(appOptions);
     // Each path's middleware, as a router would mount it: the app's, a route() of it, or none.
     const byPath = new Map<string, RateLimitMiddleware | null>([['/', appLimiter]]);
+    const work = new Map(routes.map((route) => [route.path, route.work]));
     try {
       for (const route of routes) {
         const own = route.rateLimit;
@@ -43,6 +44,7 @@ export const driver: AdapterDriver = {
       const limiter = byPath.get(ctx.path);
       if (ctx.method !== 'GET' || limiter === undefined) return next();
       const answer = async () => {
+        await work.get(ctx.path)?.();
         ctx.body = { ok: true, rateLimit: ctx.state.rateLimit ?? null };
       };
       return limiter === null ? answer() : limiter(ctx, answer);

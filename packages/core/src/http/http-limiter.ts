@@ -1,6 +1,6 @@
 // The framework-free heart of every adapter: identify, limit, and say what to answer.
 import { createLimiter, type Limiter } from '../limiter/limiter.ts';
-import { POLICY_FIELDS } from '../limiter/policy.ts';
+import { SHORTHAND_FIELDS } from '../limiter/options.ts';
 import { connectOnce } from '../limiter/shared-connection.ts';
 import { createReporter } from '../observe/reporter.ts';
 import { BanCounter } from './ban.ts';
@@ -21,6 +21,10 @@ export interface HttpLimiter<Req, Res = unknown> {
    * once `raw`, the Node response under `res`, has finished or its client has left, what the
    * request took is given back if its outcome should not count. Call it for every verdict
    * `check` passes; it does nothing, at no cost, when neither option is on.
+   */
+  /**
+   * After an admitted request: watches its response, to count it by its outcome when asked to,
+   * and to release the concurrency slots its decision holds once the response is done.
    */
   countByOutcome(verdict: Verdict, req: Req, res: Res, raw: NodeResponse): void;
   readonly limiter: Limiter;
@@ -49,8 +53,8 @@ export function mergeHttpLimiterOptions<Req, Res>(
   const drop = (...keys: readonly (keyof HttpLimiterOptions<Req, Res>)[]) => {
     for (const key of keys) delete merged[key];
   };
-  if (names('policies', 'tiers')) drop(...POLICY_FIELDS);
-  if (names('policies', 'tiers', ...POLICY_FIELDS)) drop('policies', 'tiers', 'defaultTier');
+  if (names('policies', 'tiers')) drop(...SHORTHAND_FIELDS);
+  if (names('policies', 'tiers', ...SHORTHAND_FIELDS)) drop('policies', 'tiers', 'defaultTier');
   if (names('store')) drop('redis', 'redisUrl', 'timeout', 'connectTimeout');
   if (names('redis')) drop('store', 'redisUrl');
   if (names('redisUrl')) drop('store', 'redis');
@@ -96,6 +100,14 @@ export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
     check: (req) => checks.check(req),
     countByOutcome(verdict, req, res, raw) {
       if (refunds.active) refunds.watch(verdict.decision, req, res, raw);
+      const { decision } = verdict;
+      // Concurrency slots are held while the response is written: 'close' comes once it is
+      // done, and also when the client goes away first or the handler's error ends it.
+      if (decision?.lease !== undefined) {
+        raw.once('close', () => {
+          limiter.release(decision).catch((error: unknown) => report(error, req));
+        });
+      }
     },
     limiter,
     async close() {
