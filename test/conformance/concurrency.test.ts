@@ -26,8 +26,18 @@ conformance((driver, storeName) => {
     });
     const replies = await Promise.all(Array.from({ length: 40 }, () => app.get('/slow')));
     expect(replies.filter((r) => r.status === 200)).toHaveLength(5);
-    expect(replies.filter((r) => r.status === 429)).toHaveLength(35);
+    const refused = replies.filter((r) => r.status === 429);
+    expect(refused).toHaveLength(35);
     expect([reached, most]).toEqual([5, 5]);
+    // The refusal says why, in the draft's own unit, with no reset time nobody knows.
+    const refusal = refused[0];
+    expect(refusal?.body).toMatchObject({ status: 429, reason: 'concurrency' });
+    expect(refusal?.headers.get('ratelimit-policy')).toBe(
+      '"5-in-flight";q=5;qu="concurrent-requests"',
+    );
+    expect(refusal?.headers.get('ratelimit')).toBe('"5-in-flight";r=0');
+    // At the latest when the leases end: a minute, by default.
+    expect(Number(refusal?.headers.get('retry-after'))).toBeGreaterThan(50);
     // Every slot came back: one after another, each is admitted.
     for (let i = 0; i < 10; i++) expect((await app.get('/slow')).status).toBe(200);
   });

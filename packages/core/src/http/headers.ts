@@ -51,14 +51,28 @@ interface PolicyItem {
 const policyItems = new Map<string, PolicyItem>();
 const POLICY_ITEMS_KEPT = 1000;
 
-function policyItem({ policy, limit, windowMs }: PolicyDecision): PolicyItem {
+function policyItem({ policy, limit, windowMs, algorithm }: PolicyDecision): PolicyItem {
   const known = policyItems.get(policy);
   if (known !== undefined && known.limit === limit && known.windowMs === windowMs) return known;
   const name = sfString(policy);
-  const item = { limit, windowMs, name, item: `${name};q=${limit};w=${seconds(windowMs)}` };
+  // A concurrency policy's quota is in the draft's own unit, and it has no window: a lease is
+  // the longest a slot is held, not a period the quota comes back in.
+  const quota =
+    algorithm === 'concurrency'
+      ? `q=${limit};qu="concurrent-requests"`
+      : `q=${limit};w=${seconds(windowMs)}`;
+  const item = { limit, windowMs, name, item: `${name};${quota}` };
   if (policyItems.size >= POLICY_ITEMS_KEPT) policyItems.clear();
   policyItems.set(policy, item);
   return item;
+}
+
+/** Whether the decision's most restrictive policy is a concurrency policy. */
+function holdsSlots(decision: Decision): boolean {
+  if (decision.policies.length === 1) return decision.policies[0]?.algorithm === 'concurrency';
+  return decision.policies.some(
+    (p) => p.policy === decision.policy && p.algorithm === 'concurrency',
+  );
 }
 
 /** draft-ietf-httpapi-ratelimit-headers-11: every policy, and the most restrictive one's state. */
@@ -73,7 +87,11 @@ export function draft11Headers(decision: Decision): Record<string, string> {
   if (knowsState(decision)) {
     // The chosen policy is one of the decision's: its item was just made or found.
     const name = policyItems.get(decision.policy)?.name ?? sfString(decision.policy);
-    headers.RateLimit = `${name};r=${decision.remaining};t=${seconds(decision.resetMs)}`;
+    // No `t` for a concurrency policy: a slot comes back when a request finishes, at no time
+    // the server knows (`t` is optional in the draft).
+    headers.RateLimit = holdsSlots(decision)
+      ? `${name};r=${decision.remaining}`
+      : `${name};r=${decision.remaining};t=${seconds(decision.resetMs)}`;
   }
   return headers;
 }

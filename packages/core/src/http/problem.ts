@@ -8,6 +8,8 @@ export interface ProblemDetails {
   status: number;
   detail: string;
   'violated-policies'?: string[];
+  /** 'concurrency' for a refusal by a concurrency policy: too many requests in flight. */
+  reason?: 'concurrency';
   /** For a cost over a limit: the policy that can never admit it, its limit, and the cost. */
   policy?: string;
   limit?: number;
@@ -38,7 +40,20 @@ export const COST_EXCEEDS_LIMIT_STATUS = 403;
 export const BANNED = 'urn:sentinel:problem:banned';
 
 export function quotaExceeded(decision: Decision, retryAfter: number): ProblemDetails {
-  const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.policy);
+  const refusing = decision.policies.filter((p) => !p.allowed);
+  const violated = refusing.map((p) => p.policy);
+  if (refusing.every((p) => p.algorithm === 'concurrency')) {
+    return {
+      type: QUOTA_EXCEEDED,
+      title: 'Too Many Requests',
+      status: 429,
+      detail:
+        `Too many requests in flight for ${violated.join(', ')}; a slot is free again when one ` +
+        `of them finishes, and at the latest in ${retryAfter} s, when its lease ends.`,
+      'violated-policies': violated,
+      reason: 'concurrency',
+    };
+  }
   return {
     type: QUOTA_EXCEEDED,
     title: 'Too Many Requests',
