@@ -79,4 +79,60 @@ conformance((driver, storeName) => {
     await waitFor(async () => (await app.get('/')).status === 200, 5_000, 'the slot to come back');
     finish();
   });
+
+  it("sheds load past the fleet's normal share, and keeps the reserve for critical requests", async () => {
+    let running = 0;
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const app = await startApp(driver, {
+      options: {
+        ...useStore(storeName).options,
+        limit: 1000,
+        window: '1m',
+        shed: {
+          concurrency: 10,
+          reserve: 0.2,
+          critical: (req) => req.headers['x-critical'] === 'yes',
+        },
+      },
+      routes: [
+        {
+          path: '/busy',
+          async work() {
+            running++;
+            await gate;
+            running--;
+          },
+        },
+      ],
+    });
+    let answered = 0;
+    const held = Array.from({ length: 30 }, () =>
+      app.get('/busy').then((reply) => {
+        answered++;
+        return reply;
+      }),
+    );
+    // All 30 decided: 8 in the handler, 22 answered.
+    await waitFor(() => running === 8 && answered === 22, 10_000, '30 requests decided');
+    const critical = Array.from({ length: 3 }, () => app.get('/busy', { 'x-critical': 'yes' }));
+    await waitFor(() => running === 10, 10_000, 'the reserve to fill');
+    // Full: one more critical request is shed too.
+    const over = await app.get('/busy', { 'x-critical': 'yes' });
+    open();
+    const replies = await Promise.all(held);
+    expect(replies.filter((r) => r.status === 200)).toHaveLength(8);
+    const shed = replies.filter((r) => r.status === 503);
+    expect(shed).toHaveLength(22);
+    expect(shed[0]?.body).toMatchObject({ status: 503, reason: 'shed' });
+    expect(Number(shed[0]?.headers.get('retry-after'))).toBeGreaterThan(0);
+    const reserve = await Promise.all(critical);
+    expect(reserve.map((r) => r.status).sort()).toEqual([200, 200, 503]);
+    expect(over.status).toBe(503);
+    // Every slot came back with its response.
+    const after = await Promise.all(Array.from({ length: 8 }, () => app.get('/busy')));
+    expect(after.every((r) => r.status === 200)).toBe(true);
+  });
 });

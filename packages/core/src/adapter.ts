@@ -42,6 +42,8 @@ export {
   type RedisStoreOptions,
   SentinelError,
   type SentinelErrorCode,
+  SHED,
+  type ShedOptions,
   type StoreErrorEvent,
   type StoreErrorMode,
   type StoreStateEvent,

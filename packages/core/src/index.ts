@@ -43,7 +43,9 @@ export {
   COST_EXCEEDS_LIMIT_STATUS,
   type ProblemDetails,
   QUOTA_EXCEEDED,
+  SHED,
 } from './http/problem.ts';
+export type { ShedOptions } from './http/shed.ts';
 export type { RefusalReason } from './http/verdict.ts';
 export type { BlockCacheOptions } from './limiter/block-cache.ts';
 export type { CircuitBreakerOptions } from './limiter/circuit-breaker.ts';

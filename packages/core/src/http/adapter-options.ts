@@ -68,7 +68,8 @@ export function handlerAnswers(verdict: Verdict): verdict is HandledRefusal {
     verdict.action === 'respond' &&
     verdict.decision !== undefined &&
     verdict.reason !== 'unauthorized' &&
-    verdict.reason !== 'unavailable'
+    verdict.reason !== 'unavailable' &&
+    verdict.reason !== 'shed'
   );
 }
 

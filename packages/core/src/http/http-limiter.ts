@@ -8,6 +8,7 @@ import { type HttpLimiterOptions, type HttpSettings, resolveHttpOptions } from '
 import type { RequestLike } from './identity.ts';
 import { type NodeResponse, RefundByOutcome } from './refund-by-outcome.ts';
 import { RequestChecks } from './request-check.ts';
+import { LoadShedder } from './shed.ts';
 import type { Verdict } from './verdict.ts';
 
 export type { HttpLimiterOptions } from './http-options.ts';
@@ -67,13 +68,18 @@ export function mergeHttpLimiterOptions<Req, Res>(
  * bad. Without one (no `ban`, or `ban: 0`, which counts nothing), the limiter builds its own.
  */
 function buildLimiters<Req, Res>(settings: HttpSettings<Req, Res>) {
-  const { limiterOptions, ban } = settings;
-  const shared = ban ? connectOnce(limiterOptions) : { options: limiterOptions, close: noClient };
+  const { limiterOptions, ban, shed } = settings;
+  const shared =
+    ban || shed ? connectOnce(limiterOptions) : { options: limiterOptions, close: noClient };
   try {
     const limiter = createLimiter({ ...shared.options, onError: reportedFromTheDecision });
     const bans =
       ban === undefined ? undefined : new BanCounter(ban, shared.options, reportedFromTheDecision);
-    return { limiter, bans, connection: shared };
+    const shedder =
+      shed === undefined
+        ? undefined
+        : new LoadShedder<Req>(shed, shared.options, reportedFromTheDecision);
+    return { limiter, bans, shedder, connection: shared };
   } catch (error) {
     void shared.close();
     throw error;
@@ -87,31 +93,34 @@ export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
   options: HttpLimiterOptions<Req, Res>,
 ): HttpLimiter<Req, Res> {
   const settings = resolveHttpOptions(options);
-  const { limiter, bans, connection } = buildLimiters(settings);
+  const { limiter, bans, shedder, connection } = buildLimiters(settings);
   const report = createReporter<[Req]>(
     settings.onError,
     '@sentinel/core',
     settings.limiterOptions.logger,
   );
   const refunds = new RefundByOutcome<Req, Res>(limiter, settings, report);
-  const checks = new RequestChecks(settings, limiter, bans, refunds, report);
+  const checks = new RequestChecks(settings, limiter, bans, refunds, report, shedder);
 
   return {
     check: (req) => checks.check(req),
     countByOutcome(verdict, req, res, raw) {
       if (refunds.active) refunds.watch(verdict.decision, req, res, raw);
       const { decision } = verdict;
+      const fleet = verdict.action === 'next' ? verdict.fleet : undefined;
       // Concurrency slots are held while the response is written: 'close' comes once it is
       // done, and also when the client goes away first or the handler's error ends it.
-      if (decision?.lease !== undefined) {
+      if (decision?.lease !== undefined || fleet !== undefined) {
         raw.once('close', () => {
-          limiter.release(decision).catch((error: unknown) => report(error, req));
+          const failed = (error: unknown) => report(error, req);
+          if (decision?.lease !== undefined) limiter.release(decision).catch(failed);
+          if (fleet !== undefined) shedder?.release(fleet, failed);
         });
       }
     },
     limiter,
     async close() {
-      await Promise.all([limiter.close(), bans?.close()]);
+      await Promise.all([limiter.close(), bans?.close(), shedder?.close()]);
       await connection.close();
     },
   };

@@ -13,6 +13,7 @@ import {
 import { ipMatcher } from './client-ip.ts';
 import { type HeaderFormat, resolveHeaderFormats } from './headers.ts';
 import { byIp, type Identifier, type RequestLike } from './identity.ts';
+import { resolveShed, type ShedOptions, type ShedSettings } from './shed.ts';
 
 /**
  * The options of an HTTP limiter. `Res` is what `requestWasSuccessful` gets beside the request:
@@ -80,6 +81,14 @@ export interface HttpLimiterOptions<Req = RequestLike, Res = unknown>
    * @example 3
    */
   ban?: number;
+  /**
+   * Fleet-wide load shedding: every request in flight across the instances that share the
+   * store, under one identity. Past (1 - reserve) × concurrency in flight, requests that are not
+   * `critical` are refused with 503; critical ones are let in up to `concurrency`. Checked
+   * before the identity's own policies. See docs/concurrency.md.
+   * @example { concurrency: 1000, reserve: 0.2, critical: (req) => req.url === '/health' }
+   */
+  shed?: ShedOptions<Req>;
 }
 
 /** The options of this layer alone; TypeScript keeps the list complete and exact. */
@@ -96,6 +105,7 @@ const HTTP_ONLY = {
   skipFailedRequests: true,
   requestWasSuccessful: true,
   ban: true,
+  shed: true,
 } satisfies Record<Exclude<keyof HttpLimiterOptions, keyof LimiterOptions>, true>;
 
 /** The option names createHttpLimiter takes besides createLimiter's. */
@@ -129,6 +139,8 @@ export interface HttpSettings<Req, Res = unknown> extends OutcomeSettings<Req, R
   now: () => number;
   /** Refusals answered 429 before the 403s; undefined without `ban`. */
   ban: number | undefined;
+  /** Load shedding; undefined without `shed`. */
+  shed: ShedSettings<Req> | undefined;
   /** The options for createLimiter, with the group in the prefix and without onError. */
   limiterOptions: Omit<LimiterOptions, 'onError'>;
 }
@@ -170,6 +182,7 @@ export function resolveHttpOptions<Req extends RequestLike, Res>(
     skipFailedRequests = false,
     requestWasSuccessful,
     ban,
+    shed,
     prefix = 'sentinel',
     ...limiterOptions
   } = options;
@@ -188,6 +201,7 @@ export function resolveHttpOptions<Req extends RequestLike, Res>(
   if (requestWasSuccessful !== undefined)
     checkFunction(requestWasSuccessful, 'requestWasSuccessful');
   if (ban !== undefined) checkBan(ban);
+  const shedding = shed === undefined ? undefined : resolveShed<Req>(shed, prefix);
   const allowed =
     allowList !== undefined && (!Array.isArray(allowList) || allowList.length > 0)
       ? ipMatcher(allowList, 'allowList')
@@ -208,6 +222,7 @@ export function resolveHttpOptions<Req extends RequestLike, Res>(
     skipFailedRequests,
     requestWasSuccessful,
     ban,
+    shed: shedding,
     limiterOptions: {
       ...limiterOptions,
       prefix: group === undefined ? prefix : `${prefix}:${group}`,

@@ -8,8 +8,11 @@ export interface ProblemDetails {
   status: number;
   detail: string;
   'violated-policies'?: string[];
-  /** 'concurrency' for a refusal by a concurrency policy: too many requests in flight. */
-  reason?: 'concurrency';
+  /**
+   * 'concurrency' for a refusal by a concurrency policy, too many of the identity's requests in
+   * flight; 'shed' for a request shed because the fleet is near its capacity.
+   */
+  reason?: 'concurrency' | 'shed';
   /** For a cost over a limit: the policy that can never admit it, its limit, and the cost. */
   policy?: string;
   limit?: number;
@@ -105,6 +108,22 @@ export function costExceedsLimit(decision: Decision, cost: number): ProblemDetai
     policy: tightest.policy,
     limit: tightest.limit,
     cost,
+  };
+}
+
+/** The problem type of a request shed while the fleet is near its capacity (`shed`). */
+export const SHED = 'urn:sentinel:problem:shed';
+
+/** A request shed: the fleet's requests in flight reached the share kept from critical ones. */
+export function shedding(retryAfter: number): ProblemDetails {
+  return {
+    type: SHED,
+    title: 'Service Unavailable',
+    status: 503,
+    detail:
+      'The service is shedding load: it is near its capacity, and what is left is kept for ' +
+      `critical requests. Retry later, in ${retryAfter} s at the latest.`,
+    reason: 'shed',
   };
 }
 

@@ -7,7 +7,8 @@ import { knowsState } from './headers.ts';
 import type { HttpSettings } from './http-options.ts';
 import { byIp, type Identity, type RequestLike } from './identity.ts';
 import type { Charged, RefundByOutcome } from './refund-by-outcome.ts';
-import { failedClosed, LEFT_ALONE, rejectedKey, type Verdict, verdictOn } from './verdict.ts';
+import type { LoadShedder } from './shed.ts';
+import { failedClosed, LEFT_ALONE, rejectedKey, shed, type Verdict, verdictOn } from './verdict.ts';
 
 /** What an unknown API key is counted by in shadow mode, where it may not be refused. */
 const identifyByIp = byIp() as (req: RequestLike) => Identity | null;
@@ -27,6 +28,7 @@ export class RequestChecks<Req extends RequestLike, Res> {
   readonly #bans: BanCounter | undefined;
   readonly #refunds: RefundByOutcome<Req, Res>;
   readonly #report: (error: unknown, req: Req) => void;
+  readonly #shedder: LoadShedder<Req> | undefined;
 
   constructor(
     settings: HttpSettings<Req, Res>,
@@ -34,12 +36,14 @@ export class RequestChecks<Req extends RequestLike, Res> {
     bans: BanCounter | undefined,
     refunds: RefundByOutcome<Req, Res>,
     report: (error: unknown, req: Req) => void,
+    shedder?: LoadShedder<Req>,
   ) {
     this.#settings = settings;
     this.#limiter = limiter;
     this.#bans = bans;
     this.#refunds = refunds;
     this.#report = report;
+    this.#shedder = shedder;
   }
 
   /** A request whose skip, identify or cost failed: reported, then the failure mode decides. */
@@ -66,8 +70,30 @@ export class RequestChecks<Req extends RequestLike, Res> {
     return this.#decide(req, charge);
   }
 
-  /** The verdict on a request, once its charge is known. */
+  /**
+   * The verdict on a request, once its charge is known: the fleet's count first, under `shed`,
+   * then its own policies. A slot of the fleet's goes with a request passed on, to be released
+   * with its response, and is given back at once when its own policies refuse it.
+   */
   #decide(req: Req, charge: Charge | undefined): Promise<Verdict> {
+    const shedder = this.#shedder;
+    if (shedder === undefined || charge === undefined) return this.#decideOwn(req, charge);
+    const report = (error: unknown) => this.#report(error, req);
+    return shedder.acquire(req, report).then((fleet) => {
+      if (!fleet.allowed && fleet.degraded === undefined && !this.#settings.shadow) {
+        return shed(fleet);
+      }
+      return this.#decideOwn(req, charge).then((verdict) => {
+        if (fleet.lease === undefined) return verdict;
+        if (verdict.action === 'next') return { ...verdict, fleet };
+        shedder.release(fleet, report);
+        return verdict;
+      });
+    });
+  }
+
+  /** The verdict of a request's own policies. */
+  #decideOwn(req: Req, charge: Charge | undefined): Promise<Verdict> {
     if (charge === undefined) return Promise.resolve(LEFT_ALONE);
     let { identity } = charge;
     if (identity === 'unauthorized') {

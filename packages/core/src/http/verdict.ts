@@ -7,6 +7,7 @@ import {
   costExceedsLimit,
   type ProblemDetails,
   quotaExceeded,
+  shedding,
   unauthorized,
   unavailable,
 } from './problem.ts';
@@ -17,11 +18,18 @@ export type RefusalReason =
   | 'banned'
   | 'cost-exceeds-limit'
   | 'unauthorized'
-  | 'unavailable';
+  | 'unavailable'
+  | 'shed';
 
 /** What the adapter should do with a request. */
 export type Verdict =
-  | { action: 'next'; headers: Record<string, string>; decision: Decision | undefined }
+  | {
+      action: 'next';
+      headers: Record<string, string>;
+      decision: Decision | undefined;
+      /** The slot of the fleet's the request holds under `shed`, released with its response. */
+      fleet?: Decision;
+    }
   | {
       action: 'respond';
       /**
@@ -55,6 +63,19 @@ export function rejectedKey(): Verdict {
     headers: NO_HEADERS,
     body: unauthorized(),
     decision: undefined,
+  };
+}
+
+/** A request shed by the fleet's count (`shed`): 503, retried once a slot's lease ends at the latest. */
+export function shed(fleet: Decision): Verdict {
+  const retryAfter = retryAfterSeconds(fleet) ?? 1;
+  return {
+    action: 'respond',
+    reason: 'shed',
+    status: 503,
+    headers: { 'Retry-After': String(retryAfter) },
+    body: shedding(retryAfter),
+    decision: fleet,
   };
 }
 
