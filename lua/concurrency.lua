@@ -61,10 +61,11 @@ ALGORITHMS['concurrency'] = function(key, limit, lease, cost, now, apply)
   return 0, math.max(0, limit - held), reset, blocking[2] - now
 end
 
--- A release gives back the slots taken at `at` (`decide` sends it nothing else).
+-- A release gives back the slots taken at `at` (`decide` sends it nothing else); returns how
+-- many it found, fewer once their lease has ended.
 ADJUSTMENTS['concurrency'] = function(key, limit, lease, amount, now, at)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  give_slots(key, lease, -amount, at)
+  return give_slots(key, lease, -amount, at)
 end
 
 LEASES['concurrency'] = function(key, limit, lease, cost, now, at)

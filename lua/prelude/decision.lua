@@ -34,12 +34,13 @@ local function decide(key, arg, count, cost, now, mode)
       if kind == 'n' then
         if lease then renewed = lease(k, limit, window, cost, now, at) end
       elseif (kind == 'x') == (lease ~= nil) then
-        ADJUSTMENTS[name](k, limit, window, amount, now, at)
+        local given = ADJUSTMENTS[name](k, limit, window, amount, now, at)
+        if kind == 'x' and given < cost then renewed = 0 end
       end
       local allowed, remaining, reset, retry = ALGORITHMS[name](k, limit, window, 1, now, false)
-      -- A renewal answers whether the lease was still held, and it and a release answer for the
-      -- policies that hold leases alone.
-      if kind == 'n' and lease then allowed = renewed end
+      -- A renewal or a release answers whether the lease was still held (neither finds the
+      -- slots of one that ended), and for the policies that hold leases alone.
+      if (kind == 'n' or kind == 'x') and lease then allowed = renewed end
       if allowed == 0 and (lease or (kind ~= 'n' and kind ~= 'x')) then outcomes[0] = 0 end
       local o = 1 + FIELDS_PER_POLICY * i
       outcomes[o], outcomes[o + 1], outcomes[o + 2], outcomes[o + 3] =

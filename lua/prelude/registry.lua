@@ -19,6 +19,7 @@ local WRITES_ITSELF = {}
 
 -- algorithm name -> function(key, limit, window, cost, now, at) for one that holds leases
 -- (concurrency): moves the `cost` slots taken at `at` to a lease that starts `now`; returns 1,
--- or 0 when they are no longer held. Such an algorithm's ADJUSTMENTS are its release; it takes
--- no refund or penalty, and only it is touched by a release (see `decide`).
+-- or 0 when they are no longer held. Such an algorithm's ADJUSTMENTS are its release, and
+-- return how many slots they found; it takes no refund or penalty, and only it is touched by a
+-- release (see `decide`).
 local LEASES = {}

@@ -40,6 +40,7 @@ export {
   type RedisClient,
   RedisStore,
   type RedisStoreOptions,
+  type ReleaseEvent,
   SentinelError,
   type SentinelErrorCode,
   SHED,

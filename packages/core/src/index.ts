@@ -61,6 +61,7 @@ export type {
   LateRefundEvent,
   Logger,
   Observer,
+  ReleaseEvent,
   StoreErrorEvent,
   StoreStateEvent,
 } from './observe/observer.ts';

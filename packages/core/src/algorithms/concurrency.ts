@@ -96,7 +96,10 @@ export const concurrency: Evaluate<ConcurrencyState> = (
   return rejected(remaining, reset, (state?.at[i] as number) + lease - now);
 };
 
-/** A penalty holds no slot; a refund or a release gives back the slots taken at `at`. */
+/**
+ * The twin of ADJUSTMENTS['concurrency'], a release: the store releases through
+ * `concurrencyRelease`, which answers too, and sends a concurrency policy no refund or penalty.
+ */
 export const concurrencyAdjust: Adjust<ConcurrencyState> = (
   { windowMs, now },
   slot,
@@ -112,4 +115,10 @@ export const concurrencyRenew: Renew<ConcurrencyState> = ({ windowMs, cost, now 
   if (give(slot, cost, at) < cost) return false;
   take(slot, windowMs, cost, now);
   return true;
+};
+
+/** A release, answering whether every slot was still held: the twin of a release in `decide`. */
+export const concurrencyRelease: Renew<ConcurrencyState> = ({ windowMs, cost, now }, slot, at) => {
+  dropEnded(slot, windowMs, now);
+  return give(slot, cost, at) === cost;
 };

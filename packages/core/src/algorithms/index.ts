@@ -1,6 +1,12 @@
 // The TypeScript twins of lua/*.lua, by algorithm name, for the memory store.
 import type { PolicyKind } from '../shared/types.ts';
-import { concurrency, concurrencyAdjust, concurrencyRenew, type Renew } from './concurrency.ts';
+import {
+  concurrency,
+  concurrencyAdjust,
+  concurrencyRelease,
+  concurrencyRenew,
+  type Renew,
+} from './concurrency.ts';
 import type { Adjust, Evaluate, KeyState } from './evaluation.ts';
 import { fixedWindow, fixedWindowAdjust } from './fixed-window.ts';
 import { gcra, gcraAdjust } from './gcra.ts';
@@ -32,9 +38,17 @@ export const adjusters = {
   concurrency: concurrencyAdjust,
 } satisfies Record<PolicyKind, unknown> as Record<PolicyKind, Adjust<KeyState>>;
 
-/** The twins of the scripts' LEASES: the kinds whose slots a release gives back and a renewal moves. */
-export const leases: Partial<Record<PolicyKind, Renew<KeyState>>> = {
-  concurrency: concurrencyRenew as Renew<KeyState>,
+/**
+ * The twins of the scripts' LEASES, and of a release: the kinds whose slots a renewal moves and
+ * a release gives back, each answering whether the slots were still held.
+ */
+export const leases: Partial<
+  Record<PolicyKind, { renew: Renew<KeyState>; release: Renew<KeyState> }>
+> = {
+  concurrency: {
+    renew: concurrencyRenew as Renew<KeyState>,
+    release: concurrencyRelease as Renew<KeyState>,
+  },
 };
 
 export type { Renew } from './concurrency.ts';

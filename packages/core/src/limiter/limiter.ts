@@ -53,8 +53,10 @@ export interface Limiter {
   penalize(key: string, options?: ConsumeOptions): Promise<Decision>;
   /**
    * Gives back the concurrency slots an admitted decision holds (see `Decision.lease`), in one
-   * store call. Resolves true once sent; false, with no store call, for a decision that holds
-   * none: refused, degraded, a peek's, released already, or with no concurrency policy. Rejects
+   * store call. Resolves true once given back; false when its lease had ended already, so that
+   * the slots were free (observers hear of it), and false with no store call for a decision
+   * that holds none: refused, degraded, a peek's, released already, or with no concurrency
+   * policy. Rejects
    * with a SentinelError when the store fails; the slots then lapse when the lease ends. Not
    * retried: a release Redis ran just before the store gave up on it looks the same as one it
    * never ran, and a second would free another request's slot.
@@ -87,7 +89,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const plans = new Plans(resolved.prefix, resolved.fallback, resolved.plans);
   const failureMode = new FailureMode(resolved.onStoreError);
   const calls = new StoreCalls(store, resolved, failureMode);
-  const adjustments = { plans, calls, blocks, clock, report };
+  const adjustments = { plans, calls, blocks, clock, report, observers };
 
   /**
    * One consume or peek. A call the code got wrong (a key that is not a string, a bad cost, bad

@@ -216,6 +216,7 @@ export function resolvePlan(input: TierOptions, option: string, tier?: string): 
       : Object.freeze({
           policies: Object.freeze(holders.map((p) => p.name)),
           ms: Math.min(...holders.map((p) => p.windowMs)),
+          slots: 1,
         });
   const script = policies.every((p) => p.algorithm === first.algorithm) ? first.algorithm : 'mixed';
   return {

@@ -1,8 +1,9 @@
 // After a decision: what an admitted consume took given back (`refund`), or more taken
 // (`penalize`); the concurrency slots it holds given back (`release`) or kept longer (`renew`).
+import type { Observers } from '../observe/observer.ts';
 import type { SentinelError } from '../shared/errors.ts';
 import { storageIdentity } from '../shared/fingerprint.ts';
-import type { ConsumeOptions, Decision } from '../shared/types.ts';
+import type { ConsumeOptions, Decision, Lease, StoreReply } from '../shared/types.ts';
 import { checkObject, checkPositiveInteger, fail } from '../shared/validation.ts';
 import { IdentityRequest } from '../stores/store-keys.ts';
 import { type BlockCache, blockId } from './block-cache.ts';
@@ -25,6 +26,7 @@ export interface AdjustmentParts {
   readonly blocks: BlockCache | undefined;
   readonly clock: (() => number) | undefined;
   readonly report: (error: SentinelError) => void;
+  readonly observers: Observers | undefined;
 }
 
 /** See `Limiter.refund`. */
@@ -85,8 +87,25 @@ export async function release(parts: AdjustmentParts, decision: Decision): Promi
   request.adjust = { kind: 'release', at: charge.chargedAt as number };
   // Not given again on failure: a release Redis ran just before the store gave up on it cannot
   // be told from one it never ran, and the slots lapse with their lease either way.
-  await parts.calls.adjust(request);
-  return true;
+  const lease = decision.lease as Lease;
+  // Observers hear of it however it ends: the slots are this process's no longer.
+  const released = (lapsed: boolean) =>
+    parts.observers?.release?.({
+      identity,
+      tier: layout.plan.tier,
+      policies: lease.policies,
+      slots: cost,
+      lapsed,
+    });
+  let reply: StoreReply;
+  try {
+    reply = await parts.calls.adjust(request);
+  } catch (error) {
+    released(false);
+    throw error;
+  }
+  released(!reply.allowed);
+  return reply.allowed;
 }
 
 /** See `Limiter.renew`. */

@@ -123,7 +123,7 @@ export class StoreCalls {
       request.left = request.cost;
       LimiterDecision.keep(decision, request);
       if (plan.lease !== undefined && reply.at !== undefined) {
-        decision.lease = plan.lease;
+        decision.lease = request.cost === 1 ? plan.lease : { ...plan.lease, slots: request.cost };
         request.holds = true;
       }
     }

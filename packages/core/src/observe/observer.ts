@@ -77,6 +77,24 @@ export interface LateRefundEvent {
   readonly error: SentinelError | undefined;
 }
 
+/** Concurrency slots given back by `release()`, or found free already: their lease had ended. */
+export interface ReleaseEvent {
+  /** The identity as store keys carry it: the key as written, or its fingerprint. */
+  readonly identity: string;
+  /** The consume's tier; undefined for a limiter without tiers. */
+  readonly tier: string | undefined;
+  /** The concurrency policies whose slots it held, by name. */
+  readonly policies: readonly string[];
+  /** Slots of each policy: the consume's cost. */
+  readonly slots: number;
+  /**
+   * true when the lease had ended before the release: its process was slower than the lease,
+   * or its slots were renewed too late, and others may have had them meanwhile. false too when
+   * the release failed: the slots then lapse with their lease.
+   */
+  readonly lapsed: boolean;
+}
+
 /** Each hook is optional. What a hook throws becomes a process warning, never a failed request. */
 export interface Observer {
   /** Every consume and peek, once decided. */
@@ -89,6 +107,8 @@ export interface Observer {
   breaker?(event: BreakerEvent): void;
   /** Once per consume admitted after the store gave up on it, when its refund is done or failed. */
   lateRefund?(event: LateRefundEvent): void;
+  /** Once per release of a decision's concurrency slots, once the store answered or failed. */
+  release?(event: ReleaseEvent): void;
 }
 
 /** The methods Sentinel calls on a `logger`, in pino's `(object, message)` form. */
@@ -104,6 +124,7 @@ export interface Observers {
   readonly store: ((event: StoreStateEvent) => void) | undefined;
   readonly breaker: ((event: BreakerEvent) => void) | undefined;
   readonly lateRefund: ((event: LateRefundEvent) => void) | undefined;
+  readonly release: ((event: ReleaseEvent) => void) | undefined;
 }
 
 const HOOKS = [
@@ -112,6 +133,7 @@ const HOOKS = [
   'store',
   'breaker',
   'lateRefund',
+  'release',
 ] as const satisfies readonly (keyof Observer)[];
 
 /** Checks `observe` and `logger` once, and merges them; the logger is one more observer. */
@@ -142,6 +164,7 @@ export function resolveObservers(
     store: merge(list, 'store'),
     breaker: merge(list, 'breaker'),
     lateRefund: merge(list, 'lateRefund'),
+    release: merge(list, 'release'),
   };
 }
 

@@ -117,6 +117,8 @@ interface Metrics {
   readonly storeUp: Gauge<'server'>;
   readonly breakerOpen: Gauge<'server'>;
   readonly lateRefunds: Counter<'tier' | 'outcome'>;
+  readonly inFlight: Gauge<'tier' | 'policy'>;
+  readonly lapsed: Counter<'tier' | 'policy'>;
   readonly near: NearLimit;
 }
 
@@ -175,6 +177,18 @@ function registerMetrics(registry: Registry, settings: Settings): Metrics {
       labelNames: ['tier', 'outcome'] as const,
       registers,
     }),
+    inFlight: new Gauge({
+      name: `${prefix}in_flight`,
+      help: "Concurrency slots this process's requests hold, by tier and concurrency policy; shed's fleet count is the policy 'fleet' of the tiers shed and shed-critical. Summed over the processes, what is in flight.",
+      labelNames: ['tier', 'policy'] as const,
+      registers,
+    }),
+    lapsed: new Counter({
+      name: `${prefix}leases_lapsed_total`,
+      help: 'Concurrency slots released after their lease had ended, by tier and policy: a request that outlived its lease unrenewed, whose slots others may have had meanwhile.',
+      labelNames: ['tier', 'policy'] as const,
+      registers,
+    }),
   };
 }
 
@@ -187,10 +201,17 @@ function serverGauge(registry: Registry, name: string, help: string): Gauge<'ser
 function observerOf(metrics: Metrics): Observer {
   const { decisions, storeDuration, storeErrors, storeUp, breakerOpen, lateRefunds, near } =
     metrics;
+  const { inFlight, lapsed } = metrics;
   return {
     decision(event) {
       const { decision, outcome, storeMs } = event;
       decisions.add(decision.tier ?? '', decision.policy, outcome);
+      const { lease } = decision;
+      if (lease !== undefined) {
+        for (const policy of lease.policies) {
+          inFlight.inc({ tier: decision.tier ?? '', policy }, lease.slots);
+        }
+      }
       if (storeMs !== undefined) storeDuration.observe(storeMs / 1000);
       if (event.consumed && outcome !== 'degraded') near.saw(event);
     },
@@ -205,6 +226,13 @@ function observerOf(metrics: Metrics): Observer {
     },
     lateRefund({ tier, error }) {
       lateRefunds.inc({ tier: tier ?? '', outcome: error === undefined ? 'refunded' : 'failed' });
+    },
+    release(event) {
+      for (const policy of event.policies) {
+        const labels = { tier: event.tier ?? '', policy };
+        inFlight.dec(labels, event.slots);
+        if (event.lapsed) lapsed.inc(labels, event.slots);
+      }
     },
   };
 }

@@ -106,6 +106,8 @@ export interface Lease {
   readonly policies: readonly string[];
   /** How long the slots are held at most, from the decision or its last renewal. */
   readonly ms: number;
+  /** Slots held of each policy: the consume's cost. */
+  readonly slots: number;
 }
 
 export interface ConsumeOptions {

@@ -54,6 +54,20 @@ describe.each(STORES)('with the %s store', (store) => {
     await limiter.close();
   });
 
+  it('answers false to a release after the lease ended, and frees no slot taken since', async () => {
+    const clock = manualClock();
+    const limiter = limiterOn(store, { concurrency: 1, lease: '2s', clock: clock.now });
+    const late = await limiter.consume('tenant');
+    clock.advance(2500);
+    const next = await limiter.consume('tenant');
+    expect(next.allowed).toBe(true);
+    expect(await limiter.release(late)).toBe(false);
+    // The slot taken since is still held.
+    expect((await limiter.consume('tenant')).allowed).toBe(false);
+    expect(await limiter.release(next)).toBe(true);
+    await limiter.close();
+  });
+
   it('renews a lease from now while it is held, and not once it has ended', async () => {
     const clock = manualClock();
     const limiter = limiterOn(store, { concurrency: 1, lease: '2s', clock: clock.now });

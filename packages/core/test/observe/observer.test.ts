@@ -116,7 +116,10 @@ describe('observe', () => {
     [{ observe: 5 }, /`observe` must be an object with hooks/],
     [{ observe: { decisons() {} } }, /`observe\.decisons` is not a hook/],
     [{ observe: [{ decision: 'log' }] }, /`observe\[0\]\.decision` must be a function/],
-    [{ observe: { lateRefunds() {} } }, /`observe\.lateRefunds` is not a hook; .* lateRefund$/],
+    [
+      { observe: { lateRefunds() {} } },
+      /`observe\.lateRefunds` is not a hook; .* lateRefund, release$/,
+    ],
     [{ logger: {} }, /`logger\.info` must be a function/],
     [{ logger: console.log }, /`logger` must be a pino-compatible logger/],
   ])('refuses %o at construction, naming the option', (options, message) => {

@@ -102,13 +102,13 @@ export class MemoryStore implements Store {
       const reply = this.#run(request, identities, namespaces, now, 1, false, false, at, false);
       const kind = request.adjust.kind;
       if (kind !== 'release' && kind !== 'renew') return reply;
-      // A release and a renewal answer for the policies that hold leases alone, and a renewal
-      // whether they were still held.
+      // A release and a renewal answer for the policies that hold leases alone: whether the
+      // slots were still held.
       let allowed = true;
       request.policies.forEach((policy, i) => {
         if (leases[policy.algorithm] === undefined) return;
         const outcome = reply.policies[i] as PolicyOutcome;
-        if (kind === 'renew') outcome.allowed = renewed[i] as boolean;
+        outcome.allowed = renewed[i] as boolean;
         if (!outcome.allowed) allowed = false;
       });
       return { ...reply, allowed };
@@ -233,7 +233,7 @@ export class MemoryStore implements Store {
 
   /**
    * Takes a penalty, gives a refund back, releases or renews, per policy: the twins of
-   * ADJUSTMENTS and LEASES. Returns, per policy, whether a renewal found its lease.
+   * ADJUSTMENTS and LEASES. Returns, per policy, whether a release or renewal found its slots.
    */
   #adjust(
     { policies, cost, adjust }: StoreRequest,
@@ -261,8 +261,8 @@ export class MemoryStore implements Store {
       input.limit = policy.limit;
       input.windowMs = policy.windowMs;
       slot.state = entry?.state;
-      if (kind === 'renew' && renew !== undefined) {
-        renewed[i] = renew(input, slot, chargedAt as number);
+      if (renew !== undefined && (kind === 'renew' || kind === 'release')) {
+        renewed[i] = renew[kind](input, slot, chargedAt as number);
       } else {
         adjusters[policy.algorithm](input, slot, amount, chargedAt);
       }
