@@ -94,6 +94,27 @@ describe('the gateway configuration', () => {
     expect(env.stderr.trim()).toBe('PORT must be a port number from 0 to 65535, got "eighty"');
   });
 
+  it('sheds load as its file says, and names a bad shed field', async () => {
+    const file = configFile(
+      'shed.yaml',
+      'shed: { concurrency: 100, reserve: 0.1, criticalPaths: [/healthz, /admin] }\n',
+    );
+    const { url } = await startGateway({}, ['--config', file]);
+    const response = await fetch(`${url}/items`, { headers: { 'x-api-key': 'demo-free-key' } });
+    expect(response.status).toBe(200);
+
+    const paths = await refusedStart({
+      SENTINEL_CONFIG: configFile('d.yaml', 'shed: { concurrency: 10, criticalPaths: [health] }\n'),
+    });
+    expect(paths.code).toBe(1);
+    expect(paths.stderr).toMatch(/d\.yaml: shed\.criticalPaths must be a list of paths/);
+    const reserve = await refusedStart({
+      SENTINEL_CONFIG: configFile('e.yaml', 'shed: { concurrency: 10, reserve: 2 }\n'),
+    });
+    expect(reserve.code).toBe(1);
+    expect(reserve.stderr).toMatch(/e\.yaml: @sentinel\/core: .*shed\.reserve/);
+  });
+
   it('names a key by its position, never the key, when its tier is unknown', async () => {
     const file = configFile('keys.yaml', 'keys:\n  secret-one: FREE\n  secret-two: GOLD\n');
     const { code, stderr } = await refusedStart({ SENTINEL_CONFIG: file });

@@ -24,7 +24,7 @@ export interface RouteRule {
 /** The options handed to Sentinel as written: Sentinel checks them and names the option. */
 export type LimiterSettings = Pick<
   SentinelOptions,
-  'tiers' | 'defaultTier' | 'headers' | 'onStoreError' | 'timeout' | 'prefix'
+  'tiers' | 'defaultTier' | 'headers' | 'onStoreError' | 'timeout' | 'prefix' | 'shed'
 >;
 
 export interface GatewayConfig {
@@ -99,6 +99,7 @@ const FIELDS = [
   'onStoreError',
   'timeout',
   'prefix',
+  'shed',
   'logLevel',
   'admin',
   'statusPage',
@@ -200,9 +201,36 @@ export function loadConfig(
       onStoreError: fromEnv('SENTINEL_ON_STORE_ERROR') ?? raw.onStoreError,
       timeout: raw.timeout,
       prefix: raw.prefix,
+      ...(raw.shed !== undefined && { shed: shedOf(raw.shed, at('shed')) }),
     } as LimiterSettings,
     adminToken,
     statusPage,
+  };
+}
+
+/**
+ * `shed` as a file writes it: Sentinel's own fields, with the critical requests named by path
+ * prefix (`criticalPaths`), since a file holds no function. Sentinel checks the rest.
+ */
+function shedOf(value: unknown, field: string): NonNullable<LimiterSettings['shed']> {
+  if (!isRecord(value))
+    fail(field, `must be an object such as { concurrency: 1000 }, got ${describe(value)}`);
+  const { criticalPaths, ...rest } = value;
+  const shed = rest as unknown as NonNullable<LimiterSettings['shed']>;
+  if (criticalPaths === undefined) return shed;
+  if (
+    !Array.isArray(criticalPaths) ||
+    !criticalPaths.every((path) => typeof path === 'string' && path.startsWith('/'))
+  ) {
+    fail(
+      `${field}.criticalPaths`,
+      `must be a list of paths that start with /, got ${describe(criticalPaths)}`,
+    );
+  }
+  const paths = criticalPaths as string[];
+  return {
+    ...shed,
+    critical: (request) => paths.some((path) => (request as { url: string }).url.startsWith(path)),
   };
 }
 
