@@ -31,11 +31,19 @@ export interface StatsSnapshot {
   /** Over those seconds. */
   totals: Record<Outcome, number>;
   mostLimited: LimitedIdentity[];
+  /** Concurrency slots this gateway's requests hold now, `shed`'s fleet count included. */
+  inFlight: number;
+  /** Requests `shed` refused over those seconds: counted apart from the identities' decisions. */
+  shed: number;
 }
 
 interface Slot extends SecondCounts {
   limitedBy: Map<string, { tier: string | undefined; count: number }>;
+  shed: number;
 }
+
+/** The tiers of `shed`'s own limiter, whose decisions are the fleet's, not an identity's. */
+const FLEET_TIERS = new Set(['shed', 'shed-critical']);
 
 /**
  * What the status page shows of an identity: a digest prefix, enough to tell identities apart
@@ -49,10 +57,14 @@ export function identityDigest(identity: string): string {
 export class DecisionStats {
   readonly #slots: Slot[] = [];
   readonly #now: () => number;
+  #inFlight = 0;
 
   /** Pass it in the plugin's `observe` list. */
   readonly observer: Observer = {
     decision: (event) => this.record(event),
+    release: (event) => {
+      this.#inFlight -= event.slots * event.policies.length;
+    },
   };
 
   constructor(now: () => number = Date.now) {
@@ -61,7 +73,13 @@ export class DecisionStats {
 
   record({ consumed, outcome, identity, decision }: DecisionEvent): void {
     if (!consumed) return;
+    const { lease } = decision;
+    if (lease !== undefined) this.#inFlight += lease.slots * lease.policies.length;
     const slot = this.#slotAt(Math.floor(this.#now() / 1000));
+    if (decision.tier !== undefined && FLEET_TIERS.has(decision.tier)) {
+      if (outcome === 'limited') slot.shed++;
+      return;
+    }
     slot[outcome]++;
     if (outcome !== 'limited') return;
     const seen = slot.limitedBy.get(identity);
@@ -75,6 +93,7 @@ export class DecisionStats {
     const now = Math.floor(this.#now() / 1000);
     const seconds: SecondCounts[] = [];
     const totals = { allowed: 0, limited: 0, degraded: 0 };
+    let shed = 0;
     const limited = new Map<string, { tier: string | undefined; count: number }>();
     for (let at = now - HISTORY_SECONDS + 1; at <= now; at++) {
       const slot = this.#slots[at % HISTORY_SECONDS];
@@ -86,6 +105,7 @@ export class DecisionStats {
         degraded: live?.degraded ?? 0,
       };
       seconds.push(counts);
+      shed += live?.shed ?? 0;
       for (const outcome of OUTCOMES) totals[outcome] += counts[outcome];
       for (const [identity, { tier, count }] of live?.limitedBy ?? []) {
         const sum = limited.get(identity);
@@ -101,7 +121,7 @@ export class DecisionStats {
         tier,
         limited: count,
       }));
-    return { now, seconds, totals, mostLimited };
+    return { now, seconds, totals, mostLimited, inFlight: this.#inFlight, shed };
   }
 
   /** The slot of second `at`, emptied first if it still holds a second from a lap ago. */
@@ -109,7 +129,7 @@ export class DecisionStats {
     const index = at % HISTORY_SECONDS;
     let slot = this.#slots[index];
     if (slot?.at !== at) {
-      slot = { at, allowed: 0, limited: 0, degraded: 0, limitedBy: new Map() };
+      slot = { at, allowed: 0, limited: 0, degraded: 0, limitedBy: new Map(), shed: 0 };
       this.#slots[index] = slot;
     }
     return slot;
