@@ -106,14 +106,15 @@ export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
     check: (req) => checks.check(req),
     countByOutcome(verdict, req, res, raw) {
       if (refunds.active) refunds.watch(verdict.decision, req, res, raw);
-      const { decision } = verdict;
-      const fleet = verdict.action === 'next' ? verdict.fleet : undefined;
+      if (verdict.action !== 'next') return;
+      const { decision, fleet, within } = verdict;
       // Concurrency slots are held while the response is written: 'close' comes once it is
       // done, and also when the client goes away first or the handler's error ends it.
-      if (decision?.lease !== undefined || fleet !== undefined) {
+      if (decision?.lease !== undefined || fleet !== undefined || within !== undefined) {
         raw.once('close', () => {
           const failed = (error: unknown) => report(error, req);
           if (decision?.lease !== undefined) limiter.release(decision).catch(failed);
+          if (within !== undefined) limiter.release(within).catch(failed);
           if (fleet !== undefined) shedder?.release(fleet, failed);
         });
       }

@@ -130,9 +130,10 @@ export class RequestChecks<Req extends RequestLike, Res> {
         if (!outer.allowed) return this.#verdictFor(req, cost, within, outer);
         return this.#limiter.consume(key, options).then((own) => {
           if (!own.allowed) {
-            this.#limiter
-              .refund(within, { decision: outer })
-              .catch((error: unknown) => this.#report(error, req));
+            const failed = (error: unknown) => this.#report(error, req);
+            this.#limiter.refund(within, { decision: outer }).catch(failed);
+            // Its concurrency slots are not a refund's: they go back beside it.
+            if (outer.lease !== undefined) this.#limiter.release(outer).catch(failed);
             return this.#verdictFor(req, cost, key, own);
           }
           if (outer.remaining < own.remaining) {
@@ -169,6 +170,11 @@ export class RequestChecks<Req extends RequestLike, Res> {
         .count(key, decision, (error) => this.#report(error, req))
         .then((ban) => verdictOn(decision, cost, this.#settings, now, ban));
     }
-    return verdictOn(decision, cost, this.#settings, now);
+    const verdict = verdictOn(decision, cost, this.#settings, now);
+    // The other budget's slots, for an identity counted within another, go with the response.
+    if (also?.decision.lease !== undefined && verdict.action === 'next') {
+      return { ...verdict, within: also.decision };
+    }
+    return verdict;
   }
 }

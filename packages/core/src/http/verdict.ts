@@ -29,6 +29,11 @@ export type Verdict =
       decision: Decision | undefined;
       /** The slot of the fleet's the request holds under `shed`, released with its response. */
       fleet?: Decision;
+      /**
+       * The decision of the budget an identity is counted within (its client IP's, say), when it
+       * holds concurrency slots too: released with the response.
+       */
+      within?: Decision;
     }
   | {
       action: 'respond';

@@ -55,6 +55,23 @@ describe('an identity within another', () => {
     await close();
   });
 
+  it('holds slots of both budgets under a concurrency policy, and gives both back', async () => {
+    const { http, close } = limiterWith({ limit: undefined, window: undefined, concurrency: 2 });
+    const first = await http.check(req('a'));
+    const second = await http.check(req('b'));
+    expect([first.action, second.action]).toEqual(['next', 'next']);
+    // The organisation's 2 slots are held: a third user is refused, and gives back what it took.
+    const third = await http.check(req('c'));
+    expect(third).toMatchObject({ action: 'respond', status: 429 });
+    const res = response(200);
+    http.countByOutcome(first, req('a'), undefined, res);
+    res.finish();
+    // Both of a's slots came back: the organisation's and its own.
+    await expect.poll(async () => (await http.check(req('c'))).action).toBe('next');
+    expect((await http.check(req('a'))).action).toBe('respond');
+    await close();
+  });
+
   it("gives the outer budget back when the identity's own refuses", async () => {
     const { http, peek, close } = limiterWith({ limit: 2 });
     await http.check(req('a'));
