@@ -38,10 +38,10 @@ local function decide(key, arg, count, cost, now, mode)
         if kind == 'x' and given < cost then renewed = 0 end
       end
       local allowed, remaining, reset, retry = ALGORITHMS[name](k, limit, window, 1, now, false)
-      -- A renewal or a release answers whether the lease was still held (neither finds the
-      -- slots of one that ended), and for the policies that hold leases alone.
+      -- A renewal or a release answers, for each policy that holds leases, whether the lease
+      -- was still held: neither finds the slots of one that ended.
       if (kind == 'n' or kind == 'x') and lease then allowed = renewed end
-      if allowed == 0 and (lease or (kind ~= 'n' and kind ~= 'x')) then outcomes[0] = 0 end
+      if allowed == 0 then outcomes[0] = 0 end
       local o = 1 + FIELDS_PER_POLICY * i
       outcomes[o], outcomes[o + 1], outcomes[o + 2], outcomes[o + 3] =
         allowed, remaining, reset, retry

@@ -76,6 +76,13 @@ function holderOf(decision: Decision): IdentityRequest | undefined {
   return charge;
 }
 
+/** Whether a release or renewal found every slot of the plan's concurrency policies held. */
+function slotsHeld(layout: IdentityRequest['layout'], reply: StoreReply): boolean {
+  return layout.plan.policies.every(
+    (policy, i) => policy.algorithm !== 'concurrency' || reply.policies[i]?.allowed === true,
+  );
+}
+
 /** See `Limiter.release`. */
 export async function release(parts: AdjustmentParts, decision: Decision): Promise<boolean> {
   const charge = holderOf(decision);
@@ -104,8 +111,9 @@ export async function release(parts: AdjustmentParts, decision: Decision): Promi
     released(false);
     throw error;
   }
-  released(!reply.allowed);
-  return reply.allowed;
+  const held = slotsHeld(layout, reply);
+  released(!held);
+  return held;
 }
 
 /** See `Limiter.renew`. */
@@ -117,7 +125,7 @@ export async function renew(parts: AdjustmentParts, decision: Decision): Promise
   request.adjust = { kind: 'renew', at: charge.chargedAt as number };
   const reply = await parts.calls.adjust(request);
   // The slots now count from the renewal, which is when a release must find them.
-  if (!reply.allowed || reply.at === undefined) {
+  if (!slotsHeld(layout, reply) || reply.at === undefined) {
     charge.holds = false;
     return false;
   }

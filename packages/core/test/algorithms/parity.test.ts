@@ -355,3 +355,103 @@ describe('the memory store and the Redis scripts', () => {
     await agree(log, 0, [at(0), at(5), at(5, true), at(-5), at(0), at(0)], 'ioredis 6');
   });
 });
+
+/** One step of a concurrency run: wait, take slots, release or renew what an earlier step took. */
+type SlotOp =
+  | { kind: 'wait'; ms: number }
+  | { kind: 'take'; cost: number }
+  | { kind: 'release' | 'renew'; which: number };
+
+const slotOps = fc.array(
+  fc.oneof(
+    {
+      weight: 2,
+      arbitrary: fc.integer({ min: 0, max: 3_000 }).map((ms) => ({ kind: 'wait', ms }) as const),
+    },
+    {
+      weight: 4,
+      arbitrary: fc.integer({ min: 1, max: 4 }).map((cost) => ({ kind: 'take', cost }) as const),
+    },
+    { weight: 2, arbitrary: fc.nat(20).map((which) => ({ kind: 'release', which }) as const) },
+    { weight: 1, arbitrary: fc.nat(20).map((which) => ({ kind: 'renew', which }) as const) },
+  ),
+  { minLength: 1, maxLength: 50 },
+);
+
+/** Takes, releases, renewals and lapses through both stores: the same decisions and answers. */
+async function agreeOnSlots(
+  concurrency: number,
+  leaseMs: number,
+  rate: Policy | undefined,
+  requests: readonly SlotOp[],
+  over: ClientName,
+) {
+  let now = BASE;
+  const prefix = uniquePrefix('parity-slots');
+  const options = {
+    policies: [
+      ...(rate
+        ? [{ name: 'rate', limit: rate.limit, window: rate.windowMs, algorithm: rate.algorithm }]
+        : []),
+      { name: 'slots', concurrency, lease: leaseMs },
+    ],
+    prefix,
+    clock: () => now,
+    breaker: false as const,
+    onError: (error: unknown) => {
+      throw error;
+    },
+  };
+  const memory = new MemoryStore();
+  const inMemory = createLimiter({ ...options, store: memory });
+  const remote = new RedisStore({
+    client: clients.get(over) as IoredisLikeClient,
+    timeout: 10_000,
+  });
+  const inRedis = createLimiter({ ...options, store: remote });
+  const taken: [Decision, Decision][] = [];
+  try {
+    for (const [i, op] of requests.entries()) {
+      const at = `#${i} ${op.kind} at +${now - BASE} ms`;
+      if (op.kind === 'wait') {
+        now += op.ms;
+      } else if (op.kind === 'take') {
+        const expected = await inMemory.consume(IDENTITY, { cost: op.cost });
+        const actual = await inRedis.consume(IDENTITY, { cost: op.cost });
+        expect(actual, at).toEqual(expected);
+        if (expected.allowed) taken.push([expected, actual]);
+      } else {
+        const pair = taken[op.which % Math.max(1, taken.length)];
+        if (pair === undefined) continue;
+        const expected = await inMemory[op.kind](pair[0]);
+        expect(await inRedis[op.kind](pair[1]), at).toBe(expected);
+      }
+      expect(await inRedis.peek(IDENTITY), `peek after ${at}`).toEqual(
+        await inMemory.peek(IDENTITY),
+      );
+    }
+  } finally {
+    await inMemory.close();
+    await inRedis.close();
+    remote.close();
+    memory.close();
+    const written = await keysUnder(prefix);
+    if (written.length > 0) await redis.del(...written);
+  }
+}
+
+describe('the memory store and the Redis scripts, with a concurrency policy', () => {
+  it('hold, release, renew and lapse the same slots', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 500, max: 5_000 }),
+        fc.option(policyOf(fc.constantFrom(...ALGORITHMS)), { nil: undefined, freq: 2 }),
+        slotOps,
+        library,
+        agreeOnSlots,
+      ),
+      { numRuns: RUNS },
+    );
+  });
+});

@@ -102,13 +102,12 @@ export class MemoryStore implements Store {
       const reply = this.#run(request, identities, namespaces, now, 1, false, false, at, false);
       const kind = request.adjust.kind;
       if (kind !== 'release' && kind !== 'renew') return reply;
-      // A release and a renewal answer for the policies that hold leases alone: whether the
-      // slots were still held.
+      // A release and a renewal answer, for each policy that holds leases, whether its slots
+      // were still held, as the script does.
       let allowed = true;
       request.policies.forEach((policy, i) => {
-        if (leases[policy.algorithm] === undefined) return;
         const outcome = reply.policies[i] as PolicyOutcome;
-        outcome.allowed = renewed[i] as boolean;
+        if (leases[policy.algorithm] !== undefined) outcome.allowed = renewed[i] as boolean;
         if (!outcome.allowed) allowed = false;
       });
       return { ...reply, allowed };
