@@ -83,54 +83,74 @@ function slotsHeld(layout: IdentityRequest['layout'], reply: StoreReply): boolea
   );
 }
 
+/**
+ * Runs a charge's releases and renewals one after another: a renewal moves its slots to the time
+ * it ran, which the next must read, so one sent while another is on its way would look where the
+ * slots no longer are, and leave them held for a whole lease.
+ */
+function inTurn<T>(charge: IdentityRequest, step: () => Promise<T>): Promise<T> {
+  const run = charge.leaseTurn.then(step, step);
+  charge.leaseTurn = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  return run;
+}
+
 /** See `Limiter.release`. */
-export async function release(parts: AdjustmentParts, decision: Decision): Promise<boolean> {
+export function release(parts: AdjustmentParts, decision: Decision): Promise<boolean> {
   const charge = holderOf(decision);
-  if (charge === undefined) return false;
-  // Marked first: a second release, racing this one or after it, gives nothing back.
-  charge.holds = false;
-  const { identity, layout, cost } = charge;
-  const request = new IdentityRequest(identity, layout, cost, false, parts.clock?.());
-  request.adjust = { kind: 'release', at: charge.chargedAt as number };
-  // Not given again on failure: a release Redis ran just before the store gave up on it cannot
-  // be told from one it never ran, and the slots lapse with their lease either way.
-  const lease = decision.lease as Lease;
-  // Observers hear of it however it ends: the slots are this process's no longer.
-  const released = (lapsed: boolean) =>
-    parts.observers?.release?.({
-      identity,
-      tier: layout.plan.tier,
-      policies: lease.policies,
-      slots: cost,
-      lapsed,
-    });
-  let reply: StoreReply;
-  try {
-    reply = await parts.calls.adjust(request);
-  } catch (error) {
-    released(false);
-    throw error;
-  }
-  const held = slotsHeld(layout, reply);
-  released(!held);
-  return held;
+  if (charge === undefined) return Promise.resolve(false);
+  return inTurn(charge, async () => {
+    // A release before this one in turn gave them back, or a renewal found them gone.
+    if (!charge.holds) return false;
+    charge.holds = false;
+    const { identity, layout, cost } = charge;
+    const request = new IdentityRequest(identity, layout, cost, false, parts.clock?.());
+    request.adjust = { kind: 'release', at: charge.chargedAt as number };
+    const lease = decision.lease as Lease;
+    // Observers hear of it however it ends: the slots are this process's no longer.
+    const released = (lapsed: boolean) =>
+      parts.observers?.release?.({
+        identity,
+        tier: layout.plan.tier,
+        policies: lease.policies,
+        slots: cost,
+        lapsed,
+      });
+    // Not given again on failure: a release Redis ran just before the store gave up on it
+    // cannot be told from one it never ran, and the slots lapse with their lease either way.
+    let reply: StoreReply;
+    try {
+      reply = await parts.calls.adjust(request);
+    } catch (error) {
+      released(false);
+      throw error;
+    }
+    const held = slotsHeld(layout, reply);
+    released(!held);
+    return held;
+  });
 }
 
 /** See `Limiter.renew`. */
-export async function renew(parts: AdjustmentParts, decision: Decision): Promise<boolean> {
+export function renew(parts: AdjustmentParts, decision: Decision): Promise<boolean> {
   const charge = holderOf(decision);
-  if (charge === undefined) return false;
-  const { identity, layout, cost } = charge;
-  const request = new IdentityRequest(identity, layout, cost, false, parts.clock?.());
-  request.adjust = { kind: 'renew', at: charge.chargedAt as number };
-  const reply = await parts.calls.adjust(request);
-  // The slots now count from the renewal, which is when a release must find them.
-  if (!slotsHeld(layout, reply) || reply.at === undefined) {
-    charge.holds = false;
-    return false;
-  }
-  charge.chargedAt = reply.at;
-  return true;
+  if (charge === undefined) return Promise.resolve(false);
+  return inTurn(charge, async () => {
+    if (!charge.holds) return false;
+    const { identity, layout, cost } = charge;
+    const request = new IdentityRequest(identity, layout, cost, false, parts.clock?.());
+    request.adjust = { kind: 'renew', at: charge.chargedAt as number };
+    const reply = await parts.calls.adjust(request);
+    // The slots now count from the renewal, which is when a release must find them.
+    if (!slotsHeld(layout, reply) || reply.at === undefined) {
+      charge.holds = false;
+      return false;
+    }
+    charge.chargedAt = reply.at;
+    return true;
+  });
 }
 
 /** See `Limiter.penalize`. */

@@ -2,6 +2,9 @@
 import type { Plan } from '../shared/plan.ts';
 import type { StoreReply, StoreRequest } from '../shared/types.ts';
 
+/** What a request with no release or renewal yet waits for: nothing. */
+const NO_TURN: Promise<unknown> = Promise.resolve();
+
 /** Hears of a reply that came after the store had given up on `request` (see StoreRequest.late). */
 export type LateReplyListener = (request: IdentityRequest, reply: StoreReply) => void;
 
@@ -47,6 +50,8 @@ export class IdentityRequest implements StoreRequest {
   left = 0;
   /** Once an admitted consume's decision holds concurrency slots: until they are released. */
   holds = false;
+  /** The last of its releases and renewals, which the next waits for (see `inTurn`). */
+  leaseTurn: Promise<unknown> = NO_TURN;
   /** For a refund made by `refund()`: the admitted consume it gives back to. */
   refundOf: IdentityRequest | undefined = undefined;
   /** The limiter that sent it, to hear of a reply that comes after the store gave up on it. */

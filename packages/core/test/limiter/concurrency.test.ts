@@ -87,6 +87,22 @@ describe.each(STORES)('with the %s store', (store) => {
     await limiter.close();
   });
 
+  it('takes renewals and releases sent together in turn, so no slot is left held', async () => {
+    const clock = manualClock();
+    const limiter = limiterOn(store, { concurrency: 1, lease: '30s', clock: clock.now });
+    const a = await limiter.consume('tenant');
+    clock.advance(20);
+    // A release sent while a renewal is on its way must find the slot where the renewal put it.
+    expect(await Promise.all([limiter.renew(a), limiter.release(a)])).toEqual([true, true]);
+    const b = await limiter.consume('tenant');
+    expect(b.allowed).toBe(true);
+    clock.advance(20);
+    expect(await Promise.all([limiter.renew(b), limiter.renew(b)])).toEqual([true, true]);
+    expect(await limiter.release(b)).toBe(true);
+    expect((await limiter.consume('tenant')).allowed).toBe(true);
+    await limiter.close();
+  });
+
   it('decides rate and concurrency together: a refusal by either takes nothing from the other', async () => {
     const policies: TierOptions = [
       { name: 'rate', limit: 3, window: '1m' },
