@@ -1,6 +1,7 @@
 // The suites, in the order the issue lists them and RESULTS.md shows them.
 import type { Suite } from '../lib/measure.ts';
 import { blockCache } from './block-cache.ts';
+import { concurrency } from './concurrency.ts';
 import { degraded } from './degraded.ts';
 import { http } from './http.ts';
 import { memoryStore } from './memory-store.ts';
@@ -16,4 +17,5 @@ export const SUITES: Record<string, Suite> = {
   degraded,
   'multi-policy': multiPolicy,
   'block-cache': blockCache,
+  concurrency,
 };
