@@ -37,10 +37,12 @@ local function decide(key, arg, count, cost, now, mode)
         local given = ADJUSTMENTS[name](k, limit, window, amount, now, at)
         if kind == 'x' and given < cost then renewed = 0 end
       end
-      local allowed, remaining, reset, retry = ALGORITHMS[name](k, limit, window, 1, now, false)
-      -- A renewal or a release answers, for each policy that holds leases, whether the lease
-      -- was still held: neither finds the slots of one that ended.
-      if (kind == 'n' or kind == 'x') and lease then allowed = renewed end
+      -- A renewal or a release answers only whether each lease was still held (neither finds the
+      -- slots of one that ended), so it reads no policy for its reply; the rest answer a look.
+      local allowed, remaining, reset, retry = renewed, 0, 0, 0
+      if kind ~= 'n' and kind ~= 'x' then
+        allowed, remaining, reset, retry = ALGORITHMS[name](k, limit, window, 1, now, false)
+      end
       if allowed == 0 then outcomes[0] = 0 end
       local o = 1 + FIELDS_PER_POLICY * i
       outcomes[o], outcomes[o + 1], outcomes[o + 2], outcomes[o + 3] =

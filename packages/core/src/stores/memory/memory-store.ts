@@ -97,20 +97,20 @@ export class MemoryStore implements Store {
     const now = (request.now ?? real) - EPOCH_MS;
     const at = request.now ?? real;
     if (request.adjust !== undefined) {
-      const renewed = this.#adjust(request, identities, namespaces, now);
-      // Then what a peek would say, as the script replies; its boxes aside, as the script's are.
-      const reply = this.#run(request, identities, namespaces, now, 1, false, false, at, false);
+      const held = this.#adjust(request, identities, namespaces, now);
       const kind = request.adjust.kind;
-      if (kind !== 'release' && kind !== 'renew') return reply;
-      // A release and a renewal answer, for each policy that holds leases, whether its slots
-      // were still held, as the script does.
-      let allowed = true;
-      request.policies.forEach((policy, i) => {
-        const outcome = reply.policies[i] as PolicyOutcome;
-        if (leases[policy.algorithm] !== undefined) outcome.allowed = renewed[i] as boolean;
-        if (!outcome.allowed) allowed = false;
-      });
-      return { ...reply, allowed };
+      // A release and a renewal answer only whether each lease was still held, as the script
+      // does; the rest answer what a peek would say, their boxes aside, as the script's are.
+      if (kind !== 'release' && kind !== 'renew') {
+        return this.#run(request, identities, namespaces, now, 1, false, false, at, false);
+      }
+      const policies = held.map((allowed) => ({
+        allowed,
+        remaining: 0,
+        resetMs: 0,
+        retryAfterMs: 0,
+      }));
+      return { allowed: held.every(Boolean), policies, at };
     }
     // Several policies consume all or none, as in lua/prelude/decision.lua: here a look at every policy,
     // then the consume when all admit.
