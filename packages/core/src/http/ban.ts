@@ -1,6 +1,7 @@
 // `ban`: an identity's refusals counted in the store, so that every gateway agrees when its 429s end and its 403s begin.
 import { createLimiter, type Limiter, type LimiterOptions } from '../limiter/limiter.ts';
 import type { Decision, PolicyOptions, Window } from '../shared/types.ts';
+import { storeOptionsOf } from './store-options.ts';
 import type { Ban } from './verdict.ts';
 
 /** The window of the limiter's fallback policy, which no call uses: each brings its own. */
@@ -20,15 +21,9 @@ export class BanCounter {
   constructor(refusals: number, options: Omit<LimiterOptions, 'onError'>, onError: () => void) {
     this.#refusals = refusals;
     if (refusals === 0) return;
-    const { store, redis, prefix = 'sentinel', timeout, connectTimeout, breaker, clock } = options;
     this.#limiter = createLimiter({
-      ...(store !== undefined && { store }),
-      ...(redis !== undefined && { redis }),
-      ...(timeout !== undefined && { timeout }),
-      ...(connectTimeout !== undefined && { connectTimeout }),
-      ...(breaker !== undefined && { breaker }),
-      ...(clock !== undefined && { clock }),
-      prefix: `${prefix}:ban`,
+      ...storeOptionsOf(options),
+      prefix: `${options.prefix ?? 'sentinel'}:ban`,
       policies: this.#policy(UNUSED_WINDOW),
       onStoreError: 'allow',
       onError,

@@ -11,6 +11,7 @@ import {
   rejectUnknownFields,
 } from '../shared/validation.ts';
 import { parseWindow } from '../shared/window.ts';
+import { storeOptionsOf } from './store-options.ts';
 
 export interface ShedOptions<Req> {
   /** Requests in flight across every instance that shares the store, critical ones included. */
@@ -96,19 +97,14 @@ export class LoadShedder<Req> {
     onError: () => void,
   ) {
     this.#settings = settings;
-    const { store, redis, timeout, connectTimeout, breaker, clock, observe } = options;
+    const { observe } = options;
     const policy = (slots: number) => ({
       name: 'fleet',
       concurrency: slots,
       lease: settings.leaseMs,
     });
     this.#limiter = createLimiter({
-      ...(store !== undefined && { store }),
-      ...(redis !== undefined && { redis }),
-      ...(timeout !== undefined && { timeout }),
-      ...(connectTimeout !== undefined && { connectTimeout }),
-      ...(breaker !== undefined && { breaker }),
-      ...(clock !== undefined && { clock }),
+      ...storeOptionsOf(options),
       // Its decisions are observed under their own tiers, apart from the identities'.
       ...(observe !== undefined && { observe }),
       prefix: `${settings.prefix}:shed`,
