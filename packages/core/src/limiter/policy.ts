@@ -196,8 +196,9 @@ function checkScale(limit: number, windowMs: number, algorithm: Algorithm, optio
 export function resolvePlan(input: TierOptions, option: string, tier?: string): Plan {
   const list = Array.isArray(input) ? input : [input];
   if (list.length === 0) fail(option || 'policies', 'must hold at least one policy');
+  // The shorthand's fields stay bare even when they make two policies, as they were written.
   const policies = list.map((p, i) =>
-    resolvePolicy(p, Array.isArray(input) ? `${option}[${i}]` : option, tier),
+    resolvePolicy(p, Array.isArray(input) && option !== '' ? `${option}[${i}]` : option, tier),
   );
   const named = list.map(
     (p) => typeof p === 'object' && p !== null && 'name' in p && p.name !== undefined,

@@ -189,6 +189,11 @@ describe('concurrency options', () => {
       /policies\[0\]\.limit/,
     );
     expect(() => createLimiter({ concurrency: 10_001 })).toThrow(/concurrency/);
+    // Beside a rate policy, the shorthand's fields are still named as written.
+    expect(() => createLimiter({ limit: 0, window: '1m', concurrency: 2 })).toThrow(/`limit` must/);
+    expect(() => createLimiter({ limit: 5, window: '1m', concurrency: 0 })).toThrow(
+      /`concurrency` must/,
+    );
     expect(() => createLimiter({ concurrency: 2, policies: { limit: 1, window: '1s' } })).toThrow(
       /cannot be combined/,
     );
