@@ -1,6 +1,7 @@
 // `shed`: every request in flight across the fleet, counted under one identity in the store, so
 // that past (1 - reserve) of the capacity only critical requests are let in, up to all of it.
 import { createLimiter, type Limiter, type LimiterOptions } from '../limiter/limiter.ts';
+import { MAX_LOG_LIMIT } from '../limiter/policy.ts';
 import type { Decision, Window } from '../shared/types.ts';
 import {
   checkFunction,
@@ -55,13 +56,17 @@ export function resolveShed<Req>(value: unknown, prefix: string): ShedSettings<R
   rejectUnknownFields(value, SHED_FIELDS, 'shed', 'shed');
   const { concurrency, reserve = 0.2, critical, lease = '1m' } = value as Record<string, unknown>;
   checkPositiveInteger(concurrency, 'shed.concurrency');
+  if (concurrency > MAX_LOG_LIMIT) {
+    fail('shed.concurrency', `is ${concurrency}, but at most ${MAX_LOG_LIMIT} is allowed`);
+  }
   if (typeof reserve !== 'number' || !(reserve >= 0 && reserve < 1)) {
     fail(
       'shed.reserve',
       `must be a share from 0 up to (not including) 1, got ${describe(reserve)}`,
     );
   }
-  const normal = Math.floor((1 - reserve) * concurrency);
+  // Rounded first: (1 - 0.9) × 10 is 0.9999999999999998 in floating point, and means 1.
+  const normal = Math.floor(Math.round((1 - reserve) * concurrency * 1e9) / 1e9);
   if (normal < 1) {
     fail('shed.reserve', `leaves no slot of ${concurrency} for requests that are not critical`);
   }

@@ -47,5 +47,8 @@ describe('shed', () => {
     expect(bad({ concurrency: 10, lease: 'soon' })).toThrow(/shed\.lease/);
     expect(bad({ concurrency: 10, reserv: 0.1 })).toThrow(/reserv/);
     expect(bad({ concurrency: 0 })).toThrow(TypeError);
+    expect(bad({ concurrency: 10_001 })).toThrow(/shed\.concurrency/);
+    // 10 less 90% is 1 slot, however floating point rounds it.
+    expect(() => limiterWith({ shed: { concurrency: 10, reserve: 0.9 } })).not.toThrow();
   });
 });
