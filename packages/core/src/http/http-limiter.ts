@@ -111,12 +111,15 @@ export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
       // Concurrency slots are held while the response is written: 'close' comes once it is
       // done, and also when the client goes away first or the handler's error ends it.
       if (decision?.lease !== undefined || fleet !== undefined || within !== undefined) {
-        raw.once('close', () => {
+        const release = () => {
           const failed = (error: unknown) => report(error, req);
           if (decision?.lease !== undefined) limiter.release(decision).catch(failed);
           if (within !== undefined) limiter.release(within).catch(failed);
           if (fleet !== undefined) shedder?.release(fleet, failed);
-        });
+        };
+        // A client that left while the decision was being made closed the response already.
+        if (raw.closed === true) release();
+        else raw.once('close', release);
       }
     },
     limiter,

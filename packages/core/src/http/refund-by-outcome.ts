@@ -8,6 +8,8 @@ import type { OutcomeSettings } from './http-options.ts';
 export interface NodeResponse {
   readonly statusCode: number;
   readonly writableFinished: boolean;
+  /** True once 'close' was emitted: Node's responses have it, since Node 18. */
+  readonly closed?: boolean;
   once(event: 'finish' | 'close', listener: () => void): unknown;
 }
 

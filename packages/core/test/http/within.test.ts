@@ -72,6 +72,15 @@ describe('an identity within another', () => {
     await close();
   });
 
+  it('releases at once the slots of a request whose client left while it was decided', async () => {
+    const { http, close } = limiterWith({ limit: undefined, window: undefined, concurrency: 1 });
+    const first = await http.check(req('a'));
+    const res = Object.assign(response(200), { closed: true });
+    http.countByOutcome(first, req('a'), undefined, res);
+    await expect.poll(async () => (await http.check(req('b'))).action).toBe('next');
+    await close();
+  });
+
   it("gives the outer budget back when the identity's own refuses", async () => {
     const { http, peek, close } = limiterWith({ limit: 2 });
     await http.check(req('a'));
