@@ -7,8 +7,6 @@
 -- taken at one time end together and are alike, so a release of `cost` slots taken at `at`
 -- removes the last `cost` of them, whichever request took each: no lease id needs sending.
 
-WRITES_ITSELF['concurrency'] = true
-
 -- Takes `cost` slots at `now`, ending `lease` ms later, behind those already taken then.
 local function take_slots(key, lease, cost, now)
   local ends = now + lease
@@ -53,7 +51,15 @@ ALGORITHMS['concurrency'] = function(key, limit, lease, cost, now, apply)
   if held > 0 then reset = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] - now end
   if held + cost <= limit then
     if not apply then return 1, limit - held, reset, 0 end
-    take_slots(key, lease, cost, now)
+    if HELD then
+      -- Beside other policies, the slots are taken once they all admit (see `decide`).
+      local n = HELD_N
+      HELD_WRITES[n + 1], HELD_WRITES[n + 2], HELD_WRITES[n + 3], HELD_WRITES[n + 4] =
+        key, take_slots, lease, cost
+      HELD_N = n + 4
+    else
+      take_slots(key, lease, cost, now)
+    end
     return 1, limit - held - cost, math.max(reset, lease), 0
   end
   if cost > limit then return 0, math.max(0, limit - held), reset, -1 end

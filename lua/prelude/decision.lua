@@ -94,7 +94,9 @@ local function decide(key, arg, count, cost, now, mode)
       HELD = nil
       if outcomes[0] == 1 then
         for w = 1, HELD_N, 4 do
-          write_state(HELD_WRITES[w], HELD_WRITES[w + 1], HELD_WRITES[w + 2], HELD_WRITES[w + 3])
+          local key, state, ms, kept = HELD_WRITES[w], HELD_WRITES[w + 1], HELD_WRITES[w + 2], HELD_WRITES[w + 3]
+          -- A write an algorithm makes with commands of its own waits as its function.
+          if type(state) == 'function' then state(key, ms, kept, now) else write_state(key, state, ms, kept) end
         end
       else
         -- Refused: what a look shows for each policy that would have admitted. Those refused

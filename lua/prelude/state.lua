@@ -13,6 +13,8 @@
 -- HELD: true while a consume's writes wait for every policy to admit (see `decide`). They wait
 -- in HELD_WRITES, its first HELD_N entries: one table for every decision, since a new table per
 -- decision cost 5% of a two-policy decision, counted by callgrind. Entries past HELD_N are stale.
+-- Each is (key, state, ms, kept) for write_state, or (key, function, a, b) for a write made with
+-- commands of its own, which `decide` calls as function(key, a, b, now).
 --
 -- DIRTY: the keys this call has set, by key: the expiry in ms of the write to send, true to keep
 -- the key's expiry (KEEPTTL), or false once deleted. Writes wait there until the call ends
