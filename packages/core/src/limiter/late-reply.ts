@@ -16,8 +16,8 @@ type LimiterParts = Pick<ResolvedOptions, 'clock' | 'report' | 'observers'> & {
  * expiry it carried, and its reply came too late to count:
  *
  * - a consume that was admitted took its cost from every policy: `send` gives it back, into the
- *   windows it was charged in, as `refund()` would, and releases its concurrency slots. A degraded decision keeps no charge, so no
- *   caller can give the same units back a second time. The refund is sent once, and never
+ *   windows it was charged in, as `refund()` would, and releases its concurrency slots. A
+ *   degraded decision keeps no charge, so no caller can give the same units back a second time. The refund is sent once, and never
  *   again, whatever becomes of it: it carries an expiry too, so either it ran or it never will,
  *   and a refund given up on may still have run (its own late reply then needs nothing more).
  *   When it fails, the units stay taken; `onError` and the observers hear of it.

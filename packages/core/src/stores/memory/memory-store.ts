@@ -248,20 +248,20 @@ export class MemoryStore implements Store {
     input.now = now;
     input.cost = cost;
     const slot = this.#slot;
-    const renewed = new Array<boolean>(policies.length).fill(true);
+    const held = new Array<boolean>(policies.length).fill(true);
     for (let i = 0; i < policies.length; i++) {
       const policy = policies[i] as StoreRequest['policies'][number];
-      const renew = leases[policy.algorithm];
+      const lease = leases[policy.algorithm];
       // A release and a renewal touch only the policies that hold leases, which a refund and a
       // penalty leave alone, as `decide` does.
-      if ((kind === 'release' || kind === 'renew') !== (renew !== undefined)) continue;
+      if ((kind === 'release' || kind === 'renew') !== (lease !== undefined)) continue;
       const identity = this.#identityAt(identities, i);
       const entry = this.#table.read(identity, namespaces[i] as string, now);
       input.limit = policy.limit;
       input.windowMs = policy.windowMs;
       slot.state = entry?.state;
-      if (renew !== undefined && (kind === 'renew' || kind === 'release')) {
-        renewed[i] = renew[kind](input, slot, chargedAt as number);
+      if (lease !== undefined && (kind === 'renew' || kind === 'release')) {
+        held[i] = lease[kind](input, slot, chargedAt as number);
       } else {
         adjusters[policy.algorithm](input, slot, amount, chargedAt);
       }
@@ -275,6 +275,6 @@ export class MemoryStore implements Store {
         this.#table.insertAfterRead(identity, namespaces[i] as string, next);
       }
     }
-    return renewed;
+    return held;
   }
 }
