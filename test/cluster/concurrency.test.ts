@@ -1,14 +1,18 @@
 // Concurrency on a 3+3 Redis Cluster: exactly `concurrency` slots per identity, on whichever
 // master serves the identity's hash tag, given back by a release or with the response.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Cluster, Redis } from 'ioredis';
-import { Cluster as Cluster5 } from 'ioredis5';
+import { type Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLimiter, type Decision, type Limiter } from '../../packages/core/src/index.ts';
 import type { RouteBody, RunningApp } from '../adapters/driver.ts';
 import { driver } from '../adapters/express.ts';
 import { CLIENTS, type ClientName, uniquePrefix } from '../harness/clients.ts';
-import { keySlot, type RedisCluster, startCluster } from '../harness/redis-cluster.ts';
+import {
+  clusterClient,
+  keySlot,
+  type RedisCluster,
+  startCluster,
+} from '../harness/redis-cluster.ts';
 import type { RedisProcess } from '../harness/redis-server.ts';
 import { waitFor } from '../harness/wait-for.ts';
 
@@ -39,11 +43,7 @@ afterAll(async () => {
 
 /** A cluster client of the named library, with its default options. */
 function connectCluster(name: ClientName): Cluster {
-  const client =
-    name === 'ioredis 6'
-      ? new Cluster([...cluster.seeds])
-      : (new Cluster5([...cluster.seeds]) as unknown as Cluster);
-  client.on('error', () => {});
+  const client = clusterClient(cluster, name);
   clients.push(client);
   return client;
 }

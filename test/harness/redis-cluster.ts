@@ -5,7 +5,9 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { Cluster as Cluster5 } from 'ioredis5';
+import type { ClientName } from './clients.ts';
 import { freePort, type RedisProcess, startRedis } from './redis-server.ts';
 import { waitForValue } from './wait-for.ts';
 
@@ -304,4 +306,17 @@ async function buildCluster({
     stop: discard,
   };
   return cluster;
+}
+
+/**
+ * A Cluster client of the named ioredis major on `cluster`, with its default options, and a
+ * listener for 'error' so that a node going away is not an unhandled event. The caller closes it.
+ */
+export function clusterClient(cluster: RedisCluster, name: ClientName = 'ioredis 6'): Cluster {
+  const client =
+    name === 'ioredis 6'
+      ? new Cluster([...cluster.seeds])
+      : (new Cluster5([...cluster.seeds]) as unknown as Cluster);
+  client.on('error', () => {});
+  return client;
 }

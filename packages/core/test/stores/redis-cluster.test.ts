@@ -1,12 +1,12 @@
 // Redis Cluster of 3 masters and 3 replicas, default options: no CROSSSLOT, keys placed by slot, exact races.
 
-import { Cluster, Redis } from 'ioredis';
-import { Cluster as Cluster5 } from 'ioredis5';
+import { type Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { naiveTokenBucket } from '../../../../examples/race-demo/naive-limiter.ts';
 import { CLIENTS, type ClientName, uniquePrefix } from '../../../../test/harness/clients.ts';
 import { besideCpuHog } from '../../../../test/harness/cpu-hog.ts';
 import {
+  clusterClient,
   keySlot,
   type RedisCluster,
   startCluster,
@@ -25,11 +25,7 @@ let cluster: RedisCluster;
 const clients: Cluster[] = [];
 
 function connectCluster(name: ClientName = 'ioredis 6'): Cluster {
-  const client =
-    name === 'ioredis 6'
-      ? new Cluster([...cluster.seeds])
-      : (new Cluster5([...cluster.seeds]) as unknown as Cluster);
-  client.on('error', () => {});
+  const client = clusterClient(cluster, name);
   clients.push(client);
   return client;
 }
