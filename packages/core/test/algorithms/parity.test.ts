@@ -18,6 +18,7 @@ import {
   MemoryStore,
   type PolicyOptions,
   RedisStore,
+  type TierOptions,
 } from '../../src/index.ts';
 
 const RUNS = Number(process.env.PARITY_RUNS ?? 100);
@@ -185,6 +186,42 @@ async function keysUnder(prefix: string): Promise<string[]> {
   return found.sort();
 }
 
+/**
+ * The same policies on the memory store and on Redis through the run's client, on one injected
+ * clock, with every store error collected for the run to assert there were none.
+ */
+function twins(policies: TierOptions, prefix: string, clock: () => number, over: ClientName) {
+  const errors: unknown[] = [];
+  const options = {
+    policies,
+    prefix,
+    clock,
+    breaker: false as const,
+    onError: (error: unknown) => errors.push(error),
+  };
+  const memory = new MemoryStore();
+  const inMemory = createLimiter({ ...options, store: memory });
+  // Decisions are compared here, not deadlines: while the whole suite loads this machine, Redis
+  // can be slower to answer than the default 50 ms, and a decision taken without it would differ.
+  // Bursts under the default deadline are counted exactly in race.test.ts.
+  const remote = new RedisStore({
+    client: clients.get(over) as IoredisLikeClient,
+    timeout: 10_000,
+  });
+  const inRedis = createLimiter({ ...options, store: remote });
+  return {
+    inMemory,
+    inRedis,
+    errors,
+    async close() {
+      await inMemory.close();
+      await inRedis.close();
+      remote.close();
+      memory.close();
+    },
+  };
+}
+
 /** Runs the same requests through both stores, asserting equal decisions after each one. */
 async function agree(
   policies: readonly Policy[],
@@ -202,24 +239,7 @@ async function agree(
     ...(blockForMs !== undefined && { blockFor: blockForMs }),
   }));
   let now = BASE + offset;
-  const errors: unknown[] = [];
-  const options = {
-    policies: named,
-    prefix,
-    clock: () => now,
-    breaker: false as const,
-    onError: (error: unknown) => errors.push(error),
-  };
-  const memory = new MemoryStore();
-  const inMemory = createLimiter({ ...options, store: memory });
-  // Decisions are compared here, not deadlines: while the whole suite loads this machine, Redis
-  // can be slower to answer than the default 50 ms, and a decision taken without it would differ.
-  // Bursts under the default deadline are counted exactly in race.test.ts.
-  const remote = new RedisStore({
-    client: clients.get(over) as IoredisLikeClient,
-    timeout: 10_000,
-  });
-  const inRedis = createLimiter({ ...options, store: remote });
+  const { inMemory, inRedis, errors, close } = twins(named, prefix, () => now, over);
   const maxLimit = Math.max(...policies.map((p) => p.limit));
   try {
     // The last admitted consume of each, for refunds.
@@ -268,10 +288,7 @@ async function agree(
     for (const key of written) expect(layout).toContain(key);
     if (written.length > 0) await redis.del(...written);
   } finally {
-    await inMemory.close();
-    await inRedis.close();
-    remote.close();
-    memory.close();
+    await close();
   }
 }
 
@@ -388,27 +405,13 @@ async function agreeOnSlots(
 ) {
   let now = BASE;
   const prefix = uniquePrefix('parity-slots');
-  const options = {
-    policies: [
-      ...(rate
-        ? [{ name: 'rate', limit: rate.limit, window: rate.windowMs, algorithm: rate.algorithm }]
-        : []),
-      { name: 'slots', concurrency, lease: leaseMs },
-    ],
-    prefix,
-    clock: () => now,
-    breaker: false as const,
-    onError: (error: unknown) => {
-      throw error;
-    },
-  };
-  const memory = new MemoryStore();
-  const inMemory = createLimiter({ ...options, store: memory });
-  const remote = new RedisStore({
-    client: clients.get(over) as IoredisLikeClient,
-    timeout: 10_000,
-  });
-  const inRedis = createLimiter({ ...options, store: remote });
+  const policies: TierOptions = [
+    ...(rate
+      ? [{ name: 'rate', limit: rate.limit, window: rate.windowMs, algorithm: rate.algorithm }]
+      : []),
+    { name: 'slots', concurrency, lease: leaseMs },
+  ];
+  const { inMemory, inRedis, errors, close } = twins(policies, prefix, () => now, over);
   const taken: [Decision, Decision][] = [];
   try {
     for (const [i, op] of requests.entries()) {
@@ -430,11 +433,9 @@ async function agreeOnSlots(
         await inMemory.peek(IDENTITY),
       );
     }
+    expect(errors).toEqual([]);
   } finally {
-    await inMemory.close();
-    await inRedis.close();
-    remote.close();
-    memory.close();
+    await close();
     const written = await keysUnder(prefix);
     if (written.length > 0) await redis.del(...written);
   }
