@@ -31,6 +31,23 @@ const IDENTITY = 'ip:127.0.0.1';
 const LEASE_MS = 2_000;
 const ADMITTED_WITHIN_MS = 20_000;
 
+/**
+ * The specs' processes, started before a describe's tests and stopped after them, and a client
+ * of the Redis they share.
+ */
+function useFleet(specs: ServerSpec[], redisUrl: string): { fleet(): Fleet; redis(): Redis } {
+  let fleet: Fleet | undefined;
+  let redis: Redis | undefined;
+  beforeAll(async () => {
+    redis = connect('ioredis 6', redisUrl);
+    fleet = await startFleet(specs);
+  });
+  afterAll(async () => {
+    await fleet?.stop();
+  });
+  return { fleet: () => fleet as Fleet, redis: () => redis as Redis };
+}
+
 /** One process per adapter, then the first again: express, koa, fastify, express. */
 function fleetSpecs(redisUrl: string, label: string, lease?: string): ServerSpec[] {
   const prefix = uniquePrefix(label);
@@ -136,21 +153,12 @@ function described(run: Awaited<ReturnType<typeof raceForSlots>>): string {
 describe('four gateway processes (express, koa, fastify, express) on one Redis, concurrency: 5', () => {
   const redisUrl = inject('redisUrl');
   const specs = fleetSpecs(redisUrl, 'concurrency-fleet');
-  let fleet: Fleet | undefined;
-  let redis: Redis;
-
-  beforeAll(async () => {
-    redis = connect('ioredis 6', redisUrl);
-    fleet = await startFleet(specs);
-  });
-  afterAll(async () => {
-    await fleet?.stop();
-  });
+  const running = useFleet(specs, redisUrl);
 
   it('never runs more than 5 of 200 concurrent requests for one identity at once, refuses the rest with 429, and leaks no slot', async ({
     annotate,
   }) => {
-    const run = await raceForSlots(fleet as Fleet, redis);
+    const run = await raceForSlots(running.fleet(), running.redis());
     await annotate(described(run));
   });
 });
@@ -184,21 +192,13 @@ describe('four gateway processes with concurrency: 5 and lease: 2s, one of them 
   const redisUrl = inject('redisUrl');
   const specs = fleetSpecs(redisUrl, 'concurrency-kill', '2s');
   const spec = specs[0] as ServerSpec;
-  let fleet: Fleet | undefined;
-  let redis: Redis;
-
-  beforeAll(async () => {
-    redis = connect('ioredis 6', redisUrl);
-    fleet = await startFleet(specs);
-  });
-  afterAll(async () => {
-    await fleet?.stop();
-  });
+  const running = useFleet(specs, redisUrl);
 
   it('refuses in the other processes until the leases end, about 2 s after, then admits 5 at once again', async ({
     annotate,
   }) => {
-    const [victim, ...others] = (fleet as Fleet).servers as [Server, ...Server[]];
+    const [victim, ...others] = running.fleet().servers as [Server, ...Server[]];
+    const redis = running.redis();
     const slots = slotsOf(redis, spec);
     try {
       await resetHandlerCounts(redis, spec.counters);
