@@ -65,6 +65,7 @@ export type {
   StoreErrorEvent,
   StoreStateEvent,
 } from './observe/observer.ts';
+export { type DescriptorEntryLike, descriptorKey } from './shared/descriptor-key.ts';
 export { SentinelError, type SentinelErrorCode } from './shared/errors.ts';
 export { fingerprint, storageIdentity } from './shared/fingerprint.ts';
 export * from './shared/types.ts';

@@ -3,9 +3,9 @@
 import { observeDecision } from '../observe/observer.ts';
 import { storageIdentity } from '../shared/fingerprint.ts';
 import type { ConsumeOptions, Decision } from '../shared/types.ts';
-import { checkPositiveInteger } from '../shared/validation.ts';
+import { checkPositiveInteger, describe, fail } from '../shared/validation.ts';
 import { toRedisConnection } from '../stores/redis/connection.ts';
-import { IdentityRequest } from '../stores/store-keys.ts';
+import { IdentityRequest, JointLayout } from '../stores/store-keys.ts';
 import { blockId } from './block-cache.ts';
 import { FailureMode, unknownTierError } from './failure-mode.ts';
 import { type LimiterOptions, resolveOptions, resolveStore } from './options.ts';
@@ -25,8 +25,19 @@ export interface Limiter {
    * tier is reported to `onError` and answered by `onStoreError`.
    */
   consume(key: string, options?: ConsumeOptions): Promise<Decision>;
+  /**
+   * Consumes for several identities at once, all-or-nothing, in one store call: the i-th policy
+   * of the tier (or of `policies`) counts for `keys[i]`, under the keys that identity's own
+   * consume of that policy uses, so that both count against one budget. A refusal by any policy
+   * consumes from none. `keys` must hold one key per policy; otherwise, and for a key that is
+   * not a string, it rejects with a TypeError. On a Redis Cluster the keys of one call must
+   * share a hash slot (see docs/core.md); the block cache does not answer such calls.
+   */
+  consumeJointly(keys: readonly string[], options?: ConsumeOptions): Promise<Decision>;
   /** The decision consume would make now, without consuming anything. */
   peek(key: string, options?: ConsumeOptions): Promise<Decision>;
+  /** The decision consumeJointly would make now, without consuming anything. */
+  peekJointly(keys: readonly string[], options?: ConsumeOptions): Promise<Decision>;
   /**
    * Deletes the key's state: for the policies given, for the tier named, or for every tier. A
    * tier the limiter does not know holds no state: it is reported to `onError`, as consume
@@ -133,9 +144,48 @@ export function createLimiter(options: LimiterOptions): Limiter {
     });
   }
 
+  /** A consume or a peek for several identities: its plan's i-th policy for the i-th key. */
+  function decideJointly(
+    keys: readonly string[],
+    options: ConsumeOptions | undefined,
+    apply: boolean,
+  ) {
+    const tier = options?.tier;
+    let cost: number;
+    let compiled: CompiledPlan | undefined;
+    try {
+      if (!Array.isArray(keys)) fail('keys', `must be an array of strings, got ${describe(keys)}`);
+      for (const key of keys) checkKey(key);
+      cost = options?.cost ?? 1;
+      if (cost !== 1) checkPositiveInteger(cost, 'cost');
+      compiled = plans.ofJoint(tier, options?.policies);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const identities = keys.map(storageIdentity);
+    // Spaces appear in no stored identity: the joined identities name the call unambiguously.
+    const identity = identities.join(' ');
+    if (compiled === undefined) {
+      const error = unknownTierError(tier);
+      report(error);
+      const decision = failureMode.unknownTier(plans.fallback.plan, error);
+      return Promise.resolve(observeDecision(observers, decision, identity, apply, undefined));
+    }
+    const { plan } = compiled;
+    if (keys.length !== plan.policies.length) {
+      const count = plan.policies.length;
+      const problem = `has ${keys.length} keys for ${count} policies; give one key per policy`;
+      return Promise.reject(new TypeError(`@sentinel/core: \`keys\` ${problem}`));
+    }
+    const layout = new JointLayout(resolved.prefix, plan, identities);
+    return calls.decide(plan, new IdentityRequest(identity, layout, cost, apply, clock?.()));
+  }
+
   return {
     consume: (key, options) => decide(key, options, true),
+    consumeJointly: (keys, options) => decideJointly(keys, options, true),
     peek: (key, options) => decide(key, options, false),
+    peekJointly: (keys, options) => decideJointly(keys, options, false),
     reset: (key, options) => reset({ plans, store, failureMode, blocks, report }, key, options),
     refund: (key, options) => refund(adjustments, key, options),
     penalize: (key, options) => penalize(adjustments, key, options),

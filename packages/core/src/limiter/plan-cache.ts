@@ -20,12 +20,15 @@ export interface CompiledPlan {
 export class PlanCache {
   readonly #prefix: string;
   readonly #max: number;
+  readonly #sameNames: boolean;
   readonly #byObject = new WeakMap<object, CompiledPlan>();
   readonly #byContents = new Map<string, CompiledPlan>();
 
-  constructor(prefix: string, max = 1000) {
+  /** `sameNames`: for joint consumes, whose policies may share names (see resolvePlan). */
+  constructor(prefix: string, max = 1000, sameNames = false) {
     this.#prefix = prefix;
     this.#max = max;
+    this.#sameNames = sameNames;
   }
 
   of(policies: TierOptions, tier: string | undefined): CompiledPlan {
@@ -34,7 +37,7 @@ export class PlanCache {
     const contents = `${tier ?? ''}\u0000${JSON.stringify(policies)}`;
     let compiled = this.#byContents.get(contents);
     if (compiled === undefined) {
-      const plan = resolvePlan(policies, 'policies', tier);
+      const plan = resolvePlan(policies, 'policies', tier, this.#sameNames);
       compiled = { plan, layout: new KeyLayout(this.#prefix, plan) };
       if (this.#byContents.size >= this.#max) {
         this.#byContents.delete(this.#byContents.keys().next().value as string);

@@ -14,6 +14,7 @@ export class Plans {
   readonly fallback: CompiledPlan;
   readonly #tiers = new Map<string, CompiledPlan>();
   readonly #own: PlanCache;
+  readonly #jointOwn: PlanCache;
 
   constructor(prefix: string, fallback: Plan, tiers: ReadonlyMap<string, Plan>) {
     this.fallback = { plan: fallback, layout: new KeyLayout(prefix, fallback) };
@@ -21,6 +22,7 @@ export class Plans {
       this.#tiers.set(tier, { plan, layout: new KeyLayout(prefix, plan) });
     }
     this.#own = new PlanCache(prefix);
+    this.#jointOwn = new PlanCache(prefix, 1000, true);
   }
 
   /**
@@ -31,6 +33,11 @@ export class Plans {
   of(tier: string | undefined, own: TierOptions | undefined): CompiledPlan | undefined {
     if (own !== undefined) return this.#own.of(own, tier);
     return tier === undefined ? this.fallback : this.#tiers.get(tier);
+  }
+
+  /** A joint consume's plan: as `of`, but its own policies may share names. */
+  ofJoint(tier: string | undefined, own: TierOptions | undefined): CompiledPlan | undefined {
+    return own === undefined ? this.of(tier, own) : this.#jointOwn.of(own, tier);
   }
 
   /** The plans of one tier, or of every tier and the fallback: what a reset deletes. */

@@ -193,7 +193,13 @@ function checkScale(limit: number, windowMs: number, algorithm: Algorithm, optio
  * Turns one policy or a list of them into a plan. `option` names them in errors; '' names their
  * fields bare, for the shorthand whose fields are top-level options.
  */
-export function resolvePlan(input: TierOptions, option: string, tier?: string): Plan {
+export function resolvePlan(
+  input: TierOptions,
+  option: string,
+  tier?: string,
+  /** A joint consume's policies count for different identities, whose keys never meet. */
+  sameNames = false,
+): Plan {
   const list = Array.isArray(input) ? input : [input];
   if (list.length === 0) fail(option || 'policies', 'must hold at least one policy');
   // The shorthand's fields stay bare even when they make two policies, as they were written.
@@ -205,7 +211,7 @@ export function resolvePlan(input: TierOptions, option: string, tier?: string): 
   );
   const seen = new Set<string>();
   for (const { name } of policies) {
-    if (seen.has(name))
+    if (seen.has(name) && !sameNames)
       fail(option || 'policies', `has two policies named '${name}'; give them distinct names`);
     seen.add(name);
   }

@@ -5,7 +5,7 @@ import type { SentinelError } from '../shared/errors.ts';
 import { storageIdentity } from '../shared/fingerprint.ts';
 import type { ConsumeOptions, Decision, Lease, StoreReply } from '../shared/types.ts';
 import { checkObject, checkPositiveInteger, fail } from '../shared/validation.ts';
-import { IdentityRequest } from '../stores/store-keys.ts';
+import { IdentityRequest, JointLayout } from '../stores/store-keys.ts';
 import { type BlockCache, blockId } from './block-cache.ts';
 import { LimiterDecision, toDecision } from './decision.ts';
 import { unknownTierError } from './failure-mode.ts';
@@ -44,7 +44,9 @@ export async function refund(
   // A decision that consumed nothing, or whose store cannot say when it charged, has nothing to give.
   if (charge === undefined || charge.left === 0 || charge.chargedAt === undefined) return false;
   const { identity, layout } = charge;
-  if (storageIdentity(key) !== identity) {
+  const id = storageIdentity(key);
+  // A joint consume's decision may be given back under any of its keys.
+  if (layout instanceof JointLayout ? !layout.identities.includes(id) : id !== identity) {
     fail('key', 'is not the key the decision was made for');
   }
   const amount = Math.min(cost ?? charge.left, charge.left);

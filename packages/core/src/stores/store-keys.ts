@@ -30,6 +30,31 @@ export class KeyLayout {
 }
 
 /**
+ * The keys of one consume for several identities: each policy's, and its box's, under the
+ * identity given for it, as each identity's own consume of that policy would name them, so the
+ * two count against one budget. Built per call: the identities are the call's.
+ */
+export class JointLayout extends KeyLayout {
+  /** The identity of each key, in key order: the memory store files state by it. */
+  readonly identities: readonly string[];
+  readonly #keys: string[];
+
+  constructor(prefix: string, plan: Plan, perPolicy: readonly string[]) {
+    super(prefix, plan);
+    const { policies } = plan;
+    const boxed = policies.flatMap((p, i) => (p.blockForMs > 0 ? [perPolicy[i] as string] : []));
+    this.identities = [...perPolicy, ...boxed];
+    this.#keys = plan.keySuffixes.map(
+      (suffix, i) => `${prefix}:{${this.identities[i] as string}}${suffix}`,
+    );
+  }
+
+  override keysOf(): string[] {
+    return this.#keys;
+  }
+}
+
+/**
  * A request for the keys of one identity, which spells them out only when a store reads `keys`:
  * the memory store finds state by identity and namespace, without building and hashing the
  * long key strings, which cost more than the rest of a decision in memory.

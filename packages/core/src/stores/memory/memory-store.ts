@@ -14,7 +14,7 @@ import {
   checkPositiveInteger,
   rejectUnknownOptions,
 } from '../../shared/validation.ts';
-import { IdentityRequest } from '../store-keys.ts';
+import { IdentityRequest, JointLayout } from '../store-keys.ts';
 import { IdentityTable } from './identity-table.ts';
 
 export interface MemoryStoreOptions {
@@ -84,7 +84,8 @@ export class MemoryStore implements Store {
     let namespaces: readonly string[];
     let real: number;
     if (request instanceof IdentityRequest) {
-      identities = request.identity;
+      const { layout } = request;
+      identities = layout instanceof JointLayout ? layout.identities : request.identity;
       namespaces = request.layout.namespaces;
       real = Number.isNaN(request.sentAt) ? Date.now() : request.sentAt;
     } else {

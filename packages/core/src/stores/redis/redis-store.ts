@@ -145,6 +145,16 @@ export class RedisStore implements Store {
       );
       return reply && decodeReply(reply, count, now ?? call.clock);
     };
+    // A joint consume's keys may name several identities: on a Cluster, one script can touch
+    // them only when they share a slot, and a batch it joined would fail with it.
+    if (this.spansSlots(keys)) {
+      return Promise.reject(
+        new SentinelError(
+          'STORE_FAILED',
+          'The keys of one call are in different Cluster hash slots',
+        ),
+      );
+    }
     // A caller's clock differs call by call, while a batch runs on one.
     if (now !== undefined) return this.#call(keys, writer, alone);
     return this.#call(keys, writer, (call, node) => {
@@ -207,6 +217,20 @@ export class RedisStore implements Store {
       node.heard();
       return NOTHING;
     });
+  }
+
+  /**
+   * Whether the keys are on a Cluster and in more than one hash slot, so that no one script call
+   * can take them. Keys with one hash tag, as every single identity's, are in one.
+   */
+  spansSlots(keys: readonly string[]): boolean {
+    const first = keys[0];
+    if (first === undefined || keys.length === 1) return false;
+    const tag = hashTag(first);
+    if (keys.every((key) => hashTag(key) === tag)) return false;
+    if (this.#client.serverOf(first) === '') return false;
+    const slot = calculateSlot(first);
+    return keys.some((key) => calculateSlot(key) !== slot);
   }
 
   serverOf(keys: readonly string[]): string {
@@ -450,4 +474,11 @@ function mode({ apply, adjust }: StoreRequest): string {
   if (adjust === undefined) return apply ? '1' : '0';
   if (adjust.kind === 'penalize') return 'p';
   return `${ADJUSTMENT_MODES[adjust.kind]}${adjust.at - EPOCH_MS}`;
+}
+
+/** What Redis hashes a key by: its first non-empty `{...}`, or all of it. */
+function hashTag(key: string): string {
+  const open = key.indexOf('{');
+  const close = open < 0 ? -1 : key.indexOf('}', open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : key;
 }
