@@ -1,4 +1,12 @@
 // @sentinel/rls: Envoy's rate limit service on Sentinel's buckets.
+export {
+  HEADER_STYLES,
+  type HeaderStatus,
+  type HeaderStyle,
+  LEGACY_HEADER_NAMES,
+  type LegacyHeaderNames,
+  responseHeaders,
+} from './headers.ts';
 export type {
   DescriptorEntry,
   MatchedLimit,
