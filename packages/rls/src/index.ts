@@ -7,6 +7,17 @@ export {
   type LegacyHeaderNames,
   responseHeaders,
 } from './headers.ts';
+export {
+  FAILURE_MODES,
+  type FailureMode,
+  HELP,
+  LOG_LEVELS,
+  type LogLevel,
+  type RedisSettings,
+  readSettings,
+  type Settings,
+  SettingsError,
+} from './settings.ts';
 export type {
   DescriptorEntry,
   MatchedLimit,

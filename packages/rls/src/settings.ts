@@ -1,0 +1,393 @@
+// sentinel-rls's settings: envoyproxy/ratelimit's environment variables, Sentinel's own, and argv.
+import {
+  HEADER_STYLES,
+  type HeaderStyle,
+  LEGACY_HEADER_NAMES,
+  type LegacyHeaderNames,
+} from './headers.ts';
+
+/** What a decision answers when Redis fails: OK, OVER_LIMIT, or a gRPC UNAVAILABLE. */
+export const FAILURE_MODES = ['open', 'closed', 'error'] as const;
+export type FailureMode = (typeof FAILURE_MODES)[number];
+
+/** logrus's level names, which upstream's `LOG_LEVEL` takes (`warning` is read as `warn`). */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'panic'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Where the buckets live when `REDIS_URL` is set. */
+export interface RedisSettings {
+  /** `REDIS_TYPE`: one server (or a proxy), or a Redis Cluster seeded with every URL. */
+  readonly type: 'single' | 'cluster';
+  /** `REDIS_URL` as redis:// or rediss:// URLs, `REDIS_AUTH` folded in: one for `single`. */
+  readonly urls: readonly string[];
+}
+
+export interface Settings {
+  /** `GRPC_HOST`. @default '0.0.0.0' */
+  readonly grpcHost: string;
+  /** `GRPC_PORT`; 0 picks a free port. @default 8081 */
+  readonly grpcPort: number;
+  /** `HOST`: the HTTP listener of /healthcheck, /json and /metrics. @default '0.0.0.0' */
+  readonly host: string;
+  /** `PORT`. @default 8080 */
+  readonly port: number;
+  /** `REDIS_URL` and `REDIS_TYPE`; undefined when `REDIS_URL` is unset: the memory store. */
+  readonly redis: RedisSettings | undefined;
+  /** `REDIS_TIMEOUT_MS`: the deadline of one Redis call. @default 50 */
+  readonly redisTimeoutMs: number;
+  /** `PREFIX`: the Redis key prefix. @default 'sentinel' */
+  readonly prefix: string;
+  /** `FAILURE_MODE`. @default 'open' */
+  readonly failureMode: FailureMode;
+  /** `SHADOW_MODE`: every limit answers OK, and counts what it would have refused. @default false */
+  readonly shadowMode: boolean;
+  /** `NEAR_LIMIT_RATIO`: the share of a limit past which hits count as near_limit. @default 0.8 */
+  readonly nearLimitRatio: number;
+  /** `MERGE_DOMAIN_CONFIG`: files may share a domain, and their descriptors merge. @default false */
+  readonly mergeDomainConfig: boolean;
+  /** `LIMIT_RESPONSE_HEADERS_ENABLED`: add RateLimit headers to responses. @default false */
+  readonly limitResponseHeadersEnabled: boolean;
+  /** `RESPONSE_HEADERS`: which fields those headers are. @default 'draft' */
+  readonly responseHeaders: HeaderStyle;
+  /** `LIMIT_LIMIT_HEADER`, `LIMIT_REMAINING_HEADER`, `LIMIT_RESET_HEADER`, for 'legacy'. */
+  readonly legacyHeaderNames: LegacyHeaderNames;
+  /** `LOG_LEVEL`, lower-cased. @default 'warn' */
+  readonly logLevel: LogLevel;
+  /** Every `--config FILE`, in order. */
+  readonly configFiles: readonly string[];
+  /** `--help` or `-h`: print {@link HELP} and exit. */
+  readonly help: boolean;
+  /** The environment as given, for the variables other parts read (RUNTIME_ROOT and its kin). */
+  readonly env: NodeJS.ProcessEnv;
+}
+
+/** A setting that cannot be used, named as the user wrote it. */
+export class SettingsError extends Error {
+  override name = 'SettingsError';
+  constructor(
+    /** The variable or argument at fault, such as `GRPC_PORT` or `--config`. */
+    readonly setting: string,
+    problem: string,
+  ) {
+    super(`${setting}: ${problem}`);
+  }
+}
+
+/** `host:port`, the form upstream's REDIS_URL takes; an IPv6 host in brackets. */
+const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[^\s/:@[\]]+):(\d{1,5})$/;
+/** An HTTP field name (RFC 9110 token). */
+const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Go's strconv.ParseBool, which upstream's booleans go through. */
+const BOOLEANS: Readonly<Record<string, boolean>> = {
+  1: true,
+  t: true,
+  T: true,
+  TRUE: true,
+  true: true,
+  True: true,
+  0: false,
+  f: false,
+  F: false,
+  FALSE: false,
+  false: false,
+  False: false,
+};
+
+/** A variable's value; an empty one counts as unset, as a manifest's `FOO=` usually means. */
+function read(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function quoted(value: string): string {
+  return JSON.stringify(value);
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string): boolean {
+  const value = read(env, name);
+  if (value === undefined) return false;
+  const parsed = BOOLEANS[value];
+  if (parsed === undefined) {
+    throw new SettingsError(name, `must be true or false (or 1, 0, t, f), got ${quoted(value)}`);
+  }
+  return parsed;
+}
+
+function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = read(env, name);
+  if (value === undefined) return fallback;
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65_535) {
+    throw new SettingsError(name, `must be a port number, got ${quoted(value)}`);
+  }
+  return Number(value);
+}
+
+/** One of `allowed`, in any case, as upstream compares REDIS_TYPE and LOG_LEVEL. */
+function oneOf<T extends string>(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  allowed: readonly T[],
+  fallback: T,
+): T {
+  const value = read(env, name);
+  if (value === undefined) return fallback;
+  const lower = value.toLowerCase() as T;
+  if (!allowed.includes(lower)) {
+    throw new SettingsError(name, `must be one of ${allowed.join(', ')}, got ${quoted(value)}`);
+  }
+  return lower;
+}
+
+function milliseconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = read(env, name);
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value)) || Number(value) < 1) {
+    throw new SettingsError(
+      name,
+      `must be a whole number of milliseconds, 1 or more, got ${quoted(value)}`,
+    );
+  }
+  return Number(value);
+}
+
+function ratio(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = read(env, name);
+  if (value === undefined) return fallback;
+  if (!/^(?:\d+(?:\.\d*)?|\.\d+)$/.test(value) || Number(value) > 1) {
+    throw new SettingsError(name, `must be a number from 0 to 1, got ${quoted(value)}`);
+  }
+  return Number(value);
+}
+
+function fieldName(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const value = read(env, name);
+  if (value === undefined) return fallback;
+  if (!FIELD_NAME.test(value)) {
+    throw new SettingsError(name, `must be an HTTP header name, got ${quoted(value)}`);
+  }
+  return value;
+}
+
+function prefix(env: NodeJS.ProcessEnv): string {
+  const value = read(env, 'PREFIX') ?? 'sentinel';
+  if (/[{}]/.test(value)) {
+    throw new SettingsError(
+      'PREFIX',
+      `must not hold { or }, which would break the keys' hash tag, got ${quoted(value)}`,
+    );
+  }
+  return value;
+}
+
+/** A Redis address for an error message: its credentials masked, as upstream logs it. */
+function masked(address: string): string {
+  return quoted(address.replace(/\/\/[^/@]*@/, '//*****@'));
+}
+
+/** One REDIS_URL entry as a URL: `host:port` gains a scheme, a URL is checked. */
+function redisUrl(entry: string, tls: boolean): URL {
+  const bare = HOST_PORT.exec(entry);
+  if (bare !== null) {
+    if (Number(bare[1]) < 1 || Number(bare[1]) > 65_535) {
+      throw new SettingsError('REDIS_URL', `has no valid port in ${masked(entry)}`);
+    }
+    return new URL(`${tls ? 'rediss' : 'redis'}://${entry}`);
+  }
+  if (entry.startsWith('/')) {
+    throw new SettingsError(
+      'REDIS_URL',
+      `names a unix socket, which sentinel-rls does not support: give host:port or a redis:// URL, got ${masked(entry)}`,
+    );
+  }
+  let url: URL | undefined;
+  try {
+    url = new URL(entry);
+  } catch {}
+  if (url === undefined || !/^rediss?:$/.test(url.protocol) || url.hostname === '') {
+    throw new SettingsError(
+      'REDIS_URL',
+      `must be host:port or a redis:// or rediss:// URL, got ${masked(entry)}`,
+    );
+  }
+  if (tls && url.protocol === 'redis:') {
+    throw new SettingsError(
+      'REDIS_URL',
+      `is redis:// while REDIS_TLS is true: write rediss://, or host:port, got ${masked(entry)}`,
+    );
+  }
+  return url;
+}
+
+/** REDIS_AUTH, `password` or `user:password` as upstream splits it, written into the URL. */
+function withAuth(url: URL, auth: string): URL {
+  if (url.username !== '' || url.password !== '') {
+    throw new SettingsError(
+      'REDIS_AUTH',
+      `is set, and REDIS_URL carries credentials too: keep them in one place, got ${masked(url.href)}`,
+    );
+  }
+  const colon = auth.indexOf(':');
+  // The setters leave `%` as it is, so each part is encoded first: a URL reader decodes it back.
+  if (colon === -1) {
+    url.password = encodeURIComponent(auth);
+  } else {
+    url.username = encodeURIComponent(auth.slice(0, colon));
+    url.password = encodeURIComponent(auth.slice(colon + 1));
+  }
+  return url;
+}
+
+function redisSettings(env: NodeJS.ProcessEnv): RedisSettings | undefined {
+  const type = oneOf(env, 'REDIS_TYPE', ['single', 'cluster', 'sentinel'], 'single');
+  if (type === 'sentinel') {
+    throw new SettingsError(
+      'REDIS_TYPE',
+      'sentinel is not supported by sentinel-rls: use single (one server or a proxy) or cluster',
+    );
+  }
+  const tls = bool(env, 'REDIS_TLS');
+  const auth = read(env, 'REDIS_AUTH');
+  const value = read(env, 'REDIS_URL');
+  if (value === undefined) {
+    // Without REDIS_URL the buckets are in memory; these would be silently ignored.
+    const orphan = [
+      type === 'cluster' && 'REDIS_TYPE',
+      auth !== undefined && 'REDIS_AUTH',
+      tls && 'REDIS_TLS',
+    ].find(Boolean);
+    if (orphan) {
+      throw new SettingsError(
+        orphan,
+        'is set but REDIS_URL is not; without REDIS_URL the limits are kept in memory',
+      );
+    }
+    return undefined;
+  }
+  const entries = value.split(',').map((entry) => entry.trim());
+  if (entries.some((entry) => entry === '')) {
+    throw new SettingsError('REDIS_URL', `has an empty entry in ${masked(value)}`);
+  }
+  if (type === 'single' && entries.length > 1) {
+    throw new SettingsError(
+      'REDIS_URL',
+      `is a list, which needs REDIS_TYPE=cluster, got ${masked(value)}`,
+    );
+  }
+  const urls = entries.map((entry) => {
+    const url = redisUrl(entry, tls);
+    return (auth === undefined ? url : withAuth(url, auth)).href;
+  });
+  return { type, urls };
+}
+
+interface Arguments {
+  readonly configFiles: string[];
+  readonly help: boolean;
+}
+
+/** `--config FILE` (or `--config=FILE`), repeatable, and `--help`; nothing else. */
+function readArguments(argv: readonly string[]): Arguments {
+  const configFiles: string[] = [];
+  let help = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--help' || arg === '-h') {
+      help = true;
+    } else if (arg === '--config' || arg.startsWith('--config=')) {
+      const file = arg === '--config' ? argv[++i] : arg.slice('--config='.length);
+      if (file === undefined || file === '' || file.startsWith('-')) {
+        throw new SettingsError('--config', 'needs a file name after it');
+      }
+      configFiles.push(file);
+    } else {
+      throw new SettingsError(arg, 'is not an argument of sentinel-rls; see --help');
+    }
+  }
+  return { configFiles, help };
+}
+
+/**
+ * The settings of one sentinel-rls process, each checked here: a bad value throws a
+ * {@link SettingsError} naming the variable and the value. `argv` is what follows the program
+ * name (`process.argv.slice(2)`). With `--help` the environment is not read: its settings are
+ * the defaults, so that help prints even where a variable is wrong.
+ * @example readSettings(process.env, process.argv.slice(2))
+ */
+export function readSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): Settings {
+  const { configFiles, help } = readArguments(argv);
+  const vars = help ? {} : env;
+  return {
+    grpcHost: read(vars, 'GRPC_HOST') ?? '0.0.0.0',
+    grpcPort: port(vars, 'GRPC_PORT', 8081),
+    host: read(vars, 'HOST') ?? '0.0.0.0',
+    port: port(vars, 'PORT', 8080),
+    redis: redisSettings(vars),
+    redisTimeoutMs: milliseconds(vars, 'REDIS_TIMEOUT_MS', 50),
+    prefix: prefix(vars),
+    failureMode: oneOf(vars, 'FAILURE_MODE', FAILURE_MODES, 'open'),
+    shadowMode: bool(vars, 'SHADOW_MODE'),
+    nearLimitRatio: ratio(vars, 'NEAR_LIMIT_RATIO', 0.8),
+    mergeDomainConfig: bool(vars, 'MERGE_DOMAIN_CONFIG'),
+    limitResponseHeadersEnabled: bool(vars, 'LIMIT_RESPONSE_HEADERS_ENABLED'),
+    responseHeaders: oneOf(vars, 'RESPONSE_HEADERS', HEADER_STYLES, 'draft'),
+    legacyHeaderNames: {
+      limit: fieldName(vars, 'LIMIT_LIMIT_HEADER', LEGACY_HEADER_NAMES.limit),
+      remaining: fieldName(vars, 'LIMIT_REMAINING_HEADER', LEGACY_HEADER_NAMES.remaining),
+      reset: fieldName(vars, 'LIMIT_RESET_HEADER', LEGACY_HEADER_NAMES.reset),
+    },
+    logLevel: logLevel(vars),
+    configFiles,
+    help,
+    env,
+  };
+}
+
+function logLevel(env: NodeJS.ProcessEnv): LogLevel {
+  const value = read(env, 'LOG_LEVEL');
+  if (value?.toLowerCase() === 'warning') return 'warn';
+  return oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'warn');
+}
+
+/** `sentinel-rls --help`: every variable with its default. */
+export const HELP = `Usage: sentinel-rls [--config FILE]... [--help]
+
+Envoy's rate limit service, configured as envoyproxy/ratelimit is, on Sentinel's buckets.
+
+Arguments:
+  --config FILE                   A rate limit configuration file; repeat it for several.
+                                  Without one, the files of RUNTIME_ROOT are read.
+  --help, -h                      Print this help.
+
+Environment, as envoyproxy/ratelimit reads it:
+  GRPC_HOST                       gRPC listen address. Default 0.0.0.0
+  GRPC_PORT                       gRPC port. Default 8081
+  HOST                            HTTP listen address. Default 0.0.0.0
+  PORT                            HTTP port: /healthcheck, /json, /metrics. Default 8080
+  REDIS_URL                       host:port, or a redis:// or rediss:// URL; for cluster, a
+                                  comma-separated list. Default: unset, limits kept in memory
+  REDIS_TYPE                      single or cluster (not sentinel). Default single
+  REDIS_AUTH                      password, or user:password. Default: unset
+  REDIS_TLS                       Connect to host:port entries with TLS. Default false
+  SHADOW_MODE                     Answer OK always; count what would be refused. Default false
+  NEAR_LIMIT_RATIO                Share of a limit past which hits are near_limit. Default 0.8
+  MERGE_DOMAIN_CONFIG             Merge the files that share a domain. Default false
+  LIMIT_RESPONSE_HEADERS_ENABLED  Add RateLimit headers to responses. Default false
+  LIMIT_LIMIT_HEADER              Legacy limit header. Default RateLimit-Limit
+  LIMIT_REMAINING_HEADER          Legacy remaining header. Default RateLimit-Remaining
+  LIMIT_RESET_HEADER              Legacy reset header. Default RateLimit-Reset
+  LOG_LEVEL                       trace, debug, info, warn, error, fatal, panic. Default warn
+  RUNTIME_ROOT                    Configuration root. Default /srv/runtime_data/current
+  RUNTIME_SUBDIRECTORY            Subdirectory of RUNTIME_ROOT. Default: unset
+  RUNTIME_APPDIRECTORY            Directory of the files in it. Default config
+  RUNTIME_IGNOREDOTFILES          Skip files whose name starts with a dot. Default false
+
+Sentinel's own:
+  RESPONSE_HEADERS                draft (RateLimit-Policy and RateLimit, IETF draft 11) or
+                                  legacy (RateLimit-Limit, -Remaining, -Reset). Default draft
+  REDIS_TIMEOUT_MS                Deadline of one Redis call, in ms. Default 50
+  FAILURE_MODE                    Answer while Redis fails: open (OK), closed (OVER_LIMIT)
+                                  or error (gRPC UNAVAILABLE). Default open
+  PREFIX                          Redis key prefix. Default sentinel
+
+Booleans are read as Go reads them: 1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False.
+`;

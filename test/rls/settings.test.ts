@@ -1,0 +1,358 @@
+// sentinel-rls's settings: upstream's variables and defaults, Sentinel's own, argv, and every refusal.
+import { HELP, readSettings, SettingsError } from '@sentinel/rls';
+import { describe, expect, it } from 'vitest';
+
+function settings(env: NodeJS.ProcessEnv, argv: readonly string[] = []) {
+  return readSettings(env, argv);
+}
+
+function refusal(env: NodeJS.ProcessEnv, argv: readonly string[] = []): SettingsError {
+  try {
+    readSettings(env, argv);
+  } catch (error) {
+    expect(error).toBeInstanceOf(SettingsError);
+    return error as SettingsError;
+  }
+  throw new Error('the settings were accepted');
+}
+
+describe('readSettings', () => {
+  it('takes upstream defaults, and keeps limits in memory without REDIS_URL', () => {
+    const env = {};
+    expect(settings(env)).toEqual({
+      grpcHost: '0.0.0.0',
+      grpcPort: 8081,
+      host: '0.0.0.0',
+      port: 8080,
+      redis: undefined,
+      redisTimeoutMs: 50,
+      prefix: 'sentinel',
+      failureMode: 'open',
+      shadowMode: false,
+      nearLimitRatio: 0.8,
+      mergeDomainConfig: false,
+      limitResponseHeadersEnabled: false,
+      responseHeaders: 'draft',
+      legacyHeaderNames: {
+        limit: 'RateLimit-Limit',
+        remaining: 'RateLimit-Remaining',
+        reset: 'RateLimit-Reset',
+      },
+      logLevel: 'warn',
+      configFiles: [],
+      help: false,
+      env,
+    });
+  });
+
+  it('reads every variable', () => {
+    const s = settings({
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: '9001',
+      HOST: '::',
+      PORT: '0',
+      REDIS_URL: 'redis.internal:6380',
+      REDIS_TIMEOUT_MS: '120',
+      PREFIX: 'rls',
+      FAILURE_MODE: 'Closed',
+      SHADOW_MODE: 'true',
+      NEAR_LIMIT_RATIO: '0.5',
+      MERGE_DOMAIN_CONFIG: '1',
+      LIMIT_RESPONSE_HEADERS_ENABLED: 'T',
+      RESPONSE_HEADERS: 'LEGACY',
+      LIMIT_LIMIT_HEADER: 'X-Limit',
+      LIMIT_REMAINING_HEADER: 'X-Remaining',
+      LIMIT_RESET_HEADER: 'X-Reset',
+      LOG_LEVEL: 'DEBUG',
+    });
+    expect(s).toMatchObject({
+      grpcHost: '127.0.0.1',
+      grpcPort: 9001,
+      host: '::',
+      port: 0,
+      redis: { type: 'single', urls: ['redis://redis.internal:6380'] },
+      redisTimeoutMs: 120,
+      prefix: 'rls',
+      failureMode: 'closed',
+      shadowMode: true,
+      nearLimitRatio: 0.5,
+      mergeDomainConfig: true,
+      limitResponseHeadersEnabled: true,
+      responseHeaders: 'legacy',
+      legacyHeaderNames: { limit: 'X-Limit', remaining: 'X-Remaining', reset: 'X-Reset' },
+      logLevel: 'debug',
+    });
+  });
+
+  it('passes the environment through for the variables other parts read', () => {
+    const env = { RUNTIME_ROOT: '/srv/rl', RUNTIME_SUBDIRECTORY: 'ratelimit' };
+    expect(settings(env).env).toBe(env);
+  });
+
+  it('reads an empty variable as unset', () => {
+    expect(settings({ PORT: '', REDIS_URL: '', SHADOW_MODE: '' })).toMatchObject({
+      port: 8080,
+      redis: undefined,
+      shadowMode: false,
+    });
+  });
+
+  it.each([
+    ['1', true],
+    ['t', true],
+    ['T', true],
+    ['TRUE', true],
+    ['true', true],
+    ['True', true],
+    ['0', false],
+    ['f', false],
+    ['F', false],
+    ['FALSE', false],
+    ['false', false],
+    ['False', false],
+  ])('reads the boolean %s as Go does: %s', (value, expected) => {
+    expect(settings({ SHADOW_MODE: value }).shadowMode).toBe(expected);
+  });
+
+  it.each(['yes', 'on', 'tRUE', '2', ' true'])('refuses the boolean %j', (value) => {
+    expect(refusal({ MERGE_DOMAIN_CONFIG: value }).message).toBe(
+      `MERGE_DOMAIN_CONFIG: must be true or false (or 1, 0, t, f), got ${JSON.stringify(value)}`,
+    );
+  });
+
+  it.each([
+    ['warning', 'warn'],
+    ['Info', 'info'],
+    ['ERROR', 'error'],
+    ['trace', 'trace'],
+  ])('reads LOG_LEVEL %s as %s', (value, expected) => {
+    expect(settings({ LOG_LEVEL: value }).logLevel).toBe(expected);
+  });
+
+  it('reads FAILURE_MODE error', () => {
+    expect(settings({ FAILURE_MODE: 'error' }).failureMode).toBe('error');
+  });
+
+  it('accepts a NEAR_LIMIT_RATIO of 0, 1 and .9', () => {
+    expect(settings({ NEAR_LIMIT_RATIO: '0' }).nearLimitRatio).toBe(0);
+    expect(settings({ NEAR_LIMIT_RATIO: '1' }).nearLimitRatio).toBe(1);
+    expect(settings({ NEAR_LIMIT_RATIO: '.9' }).nearLimitRatio).toBe(0.9);
+  });
+});
+
+describe('readSettings: REDIS_URL', () => {
+  it("turns upstream's host:port into a redis:// URL", () => {
+    expect(settings({ REDIS_URL: 'localhost:6379' }).redis).toEqual({
+      type: 'single',
+      urls: ['redis://localhost:6379'],
+    });
+    expect(settings({ REDIS_URL: '[::1]:6379' }).redis?.urls).toEqual(['redis://[::1]:6379']);
+  });
+
+  it('keeps a redis:// or rediss:// URL as written', () => {
+    expect(settings({ REDIS_URL: 'redis://u:p@cache:6379/2' }).redis?.urls).toEqual([
+      'redis://u:p@cache:6379/2',
+    ]);
+    expect(settings({ REDIS_URL: 'rediss://cache.example.com' }).redis?.urls).toEqual([
+      'rediss://cache.example.com',
+    ]);
+  });
+
+  it('reads REDIS_TYPE cluster, in any case, with a comma-separated list of either form', () => {
+    expect(
+      settings({ REDIS_TYPE: 'CLUSTER', REDIS_URL: 'n1:7000, redis://n2:7001,n3:7002' }).redis,
+    ).toEqual({
+      type: 'cluster',
+      urls: ['redis://n1:7000', 'redis://n2:7001', 'redis://n3:7002'],
+    });
+  });
+
+  it('keeps REDIS_TYPE cluster with a single seed a cluster', () => {
+    expect(settings({ REDIS_TYPE: 'cluster', REDIS_URL: 'n1:7000' }).redis).toEqual({
+      type: 'cluster',
+      urls: ['redis://n1:7000'],
+    });
+  });
+
+  it('folds REDIS_AUTH into every URL: a password, or user:password split at the first colon', () => {
+    expect(settings({ REDIS_URL: 'cache:6379', REDIS_AUTH: 's3cret' }).redis?.urls).toEqual([
+      'redis://:s3cret@cache:6379',
+    ]);
+    const cluster = settings({
+      REDIS_TYPE: 'cluster',
+      REDIS_URL: 'n1:7000,n2:7000',
+      REDIS_AUTH: 'app:p@ss:w%rd/1',
+    }).redis;
+    expect(cluster?.urls).toHaveLength(2);
+    for (const url of cluster?.urls ?? []) {
+      const parsed = new URL(url);
+      expect(decodeURIComponent(parsed.username)).toBe('app');
+      expect(decodeURIComponent(parsed.password)).toBe('p@ss:w%rd/1');
+    }
+  });
+
+  it('connects host:port with TLS under REDIS_TLS', () => {
+    expect(settings({ REDIS_URL: 'cache:6379', REDIS_TLS: 'true' }).redis?.urls).toEqual([
+      'rediss://cache:6379',
+    ]);
+  });
+});
+
+describe('readSettings: arguments', () => {
+  it('collects every --config in order, in both spellings', () => {
+    expect(
+      settings({}, ['--config', 'a.yaml', '--config=b.yaml', '--config', 'c.yaml']).configFiles,
+    ).toEqual(['a.yaml', 'b.yaml', 'c.yaml']);
+  });
+
+  it('reads --help and -h, and leaves a broken environment for the help to explain', () => {
+    expect(settings({}, ['--help']).help).toBe(true);
+    const s = settings({ GRPC_PORT: 'abc' }, ['-h']);
+    expect(s).toMatchObject({ help: true, grpcPort: 8081 });
+  });
+
+  it('lists every variable with its default in HELP', () => {
+    for (const name of [
+      'GRPC_HOST',
+      'GRPC_PORT',
+      'HOST',
+      'PORT',
+      'REDIS_URL',
+      'REDIS_TYPE',
+      'REDIS_AUTH',
+      'REDIS_TLS',
+      'SHADOW_MODE',
+      'LIMIT_RESPONSE_HEADERS_ENABLED',
+      'LIMIT_LIMIT_HEADER',
+      'LIMIT_REMAINING_HEADER',
+      'LIMIT_RESET_HEADER',
+      'LOG_LEVEL',
+      'NEAR_LIMIT_RATIO',
+      'MERGE_DOMAIN_CONFIG',
+      'RESPONSE_HEADERS',
+      'REDIS_TIMEOUT_MS',
+      'FAILURE_MODE',
+      'PREFIX',
+      'RUNTIME_ROOT',
+      'RUNTIME_SUBDIRECTORY',
+      'RUNTIME_APPDIRECTORY',
+      'RUNTIME_IGNOREDOTFILES',
+      '--config',
+      '--help',
+    ]) {
+      expect(HELP).toMatch(new RegExp(`^  ${name}\\b`, 'm'));
+    }
+    for (const fallback of ['8081', '8080', '0.0.0.0', '50', '0.8', 'warn', 'sentinel']) {
+      expect(HELP).toContain(`Default ${fallback}`);
+    }
+  });
+});
+
+describe('readSettings: refusals name the variable and the value', () => {
+  it.each([
+    [{ GRPC_PORT: 'abc' }, 'GRPC_PORT: must be a port number, got "abc"'],
+    [{ PORT: '65536' }, 'PORT: must be a port number, got "65536"'],
+    [{ PORT: '-1' }, 'PORT: must be a port number, got "-1"'],
+    [{ PORT: '80.5' }, 'PORT: must be a port number, got "80.5"'],
+    [
+      { REDIS_TIMEOUT_MS: '0' },
+      'REDIS_TIMEOUT_MS: must be a whole number of milliseconds, 1 or more, got "0"',
+    ],
+    [
+      { REDIS_TIMEOUT_MS: '50ms' },
+      'REDIS_TIMEOUT_MS: must be a whole number of milliseconds, 1 or more, got "50ms"',
+    ],
+    [{ NEAR_LIMIT_RATIO: '1.5' }, 'NEAR_LIMIT_RATIO: must be a number from 0 to 1, got "1.5"'],
+    [{ NEAR_LIMIT_RATIO: '-0.1' }, 'NEAR_LIMIT_RATIO: must be a number from 0 to 1, got "-0.1"'],
+    [{ NEAR_LIMIT_RATIO: 'abc' }, 'NEAR_LIMIT_RATIO: must be a number from 0 to 1, got "abc"'],
+    [
+      { FAILURE_MODE: 'fail-open' },
+      'FAILURE_MODE: must be one of open, closed, error, got "fail-open"',
+    ],
+    [
+      { RESPONSE_HEADERS: 'draft-7' },
+      'RESPONSE_HEADERS: must be one of draft, legacy, got "draft-7"',
+    ],
+    [
+      { LOG_LEVEL: 'verbose' },
+      'LOG_LEVEL: must be one of trace, debug, info, warn, error, fatal, panic, got "verbose"',
+    ],
+    [
+      { PREFIX: 'rl{a}' },
+      `PREFIX: must not hold { or }, which would break the keys' hash tag, got "rl{a}"`,
+    ],
+    [
+      { LIMIT_RESET_HEADER: 'Reset Time' },
+      'LIMIT_RESET_HEADER: must be an HTTP header name, got "Reset Time"',
+    ],
+    [
+      { REDIS_TYPE: 'sentinel', REDIS_URL: 'mymaster,s1:26379' },
+      'REDIS_TYPE: sentinel is not supported by sentinel-rls: use single (one server or a proxy) or cluster',
+    ],
+    [
+      { REDIS_TYPE: 'replicated', REDIS_URL: 'cache:6379' },
+      'REDIS_TYPE: must be one of single, cluster, sentinel, got "replicated"',
+    ],
+    [
+      { REDIS_URL: 'cache' },
+      'REDIS_URL: must be host:port or a redis:// or rediss:// URL, got "cache"',
+    ],
+    [
+      { REDIS_URL: 'http://cache:6379' },
+      'REDIS_URL: must be host:port or a redis:// or rediss:// URL, got "http://cache:6379"',
+    ],
+    [{ REDIS_URL: 'cache:0' }, 'REDIS_URL: has no valid port in "cache:0"'],
+    [{ REDIS_URL: 'cache:70000' }, 'REDIS_URL: has no valid port in "cache:70000"'],
+    [
+      { REDIS_URL: '/var/run/nutcracker/ratelimit.sock' },
+      'REDIS_URL: names a unix socket, which sentinel-rls does not support: give host:port or a redis:// URL, got "/var/run/nutcracker/ratelimit.sock"',
+    ],
+    [
+      { REDIS_URL: 'n1:7000,n2:7000' },
+      'REDIS_URL: is a list, which needs REDIS_TYPE=cluster, got "n1:7000,n2:7000"',
+    ],
+    [
+      { REDIS_TYPE: 'cluster', REDIS_URL: 'n1:7000,,n2:7000' },
+      'REDIS_URL: has an empty entry in "n1:7000,,n2:7000"',
+    ],
+    [
+      { REDIS_URL: 'redis://cache:6379', REDIS_TLS: 'true' },
+      'REDIS_URL: is redis:// while REDIS_TLS is true: write rediss://, or host:port, got "redis://cache:6379"',
+    ],
+    [
+      { REDIS_TYPE: 'cluster' },
+      'REDIS_TYPE: is set but REDIS_URL is not; without REDIS_URL the limits are kept in memory',
+    ],
+    [
+      { REDIS_AUTH: 'pw' },
+      'REDIS_AUTH: is set but REDIS_URL is not; without REDIS_URL the limits are kept in memory',
+    ],
+  ])('%j', (env, message) => {
+    const error = refusal(env);
+    expect(error.message).toBe(message);
+    expect(error.setting).toBe(message.slice(0, message.indexOf(':')));
+  });
+
+  it('masks the credentials of a REDIS_URL it refuses', () => {
+    const { message } = refusal({
+      REDIS_URL: 'redis://app:hunter2@cache:6379',
+      REDIS_AUTH: 'other',
+    });
+    expect(message).toBe(
+      'REDIS_AUTH: is set, and REDIS_URL carries credentials too: keep them in one place, got "redis://*****@cache:6379"',
+    );
+    expect(refusal({ REDIS_URL: 'redis://app:hunter2@cache:6379,n2:1' }).message).not.toContain(
+      'hunter2',
+    );
+  });
+
+  it.each([
+    [['--config'], '--config: needs a file name after it'],
+    [['--config', '--help'], '--config: needs a file name after it'],
+    [['--config='], '--config: needs a file name after it'],
+    [['--port', '80'], '--port: is not an argument of sentinel-rls; see --help'],
+    [['config.yaml'], 'config.yaml: is not an argument of sentinel-rls; see --help'],
+  ])('refuses the arguments %j', (argv, message) => {
+    expect(refusal({}, argv).message).toBe(message);
+  });
+});
