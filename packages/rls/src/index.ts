@@ -8,6 +8,12 @@ export {
   responseHeaders,
 } from './headers.ts';
 export {
+  type DescriptorOutcome,
+  type RequestMethod,
+  RlsMetrics,
+  type RlsMetricsOptions,
+} from './metrics.ts';
+export {
   FAILURE_MODES,
   type FailureMode,
   HELP,
