@@ -1,5 +1,26 @@
 // @sentinel/rls: Envoy's rate limit service on Sentinel's buckets.
 export {
+  type Decide,
+  type DecideContext,
+  type GrpcServer,
+  type GrpcServerOptions,
+  RATE_LIMIT_SERVICE,
+  startGrpcServer,
+} from './grpc/grpc-server.ts';
+export type {
+  Code,
+  CurrentLimitMessage,
+  DescriptorStatusMessage,
+  HeaderValueMessage,
+  JsonValue,
+  LimitOverrideMessage,
+  LimitUnit,
+  QuotaMessage,
+  RateLimitDescriptorMessage,
+  RateLimitRequestMessage,
+  RateLimitResponseMessage,
+} from './grpc/messages.ts';
+export {
   HEADER_STYLES,
   type HeaderStatus,
   type HeaderStyle,
