@@ -29,6 +29,12 @@ export {
   responseHeaders,
 } from './headers.ts';
 export {
+  type HttpServer,
+  type HttpServerOptions,
+  MAX_JSON_BODY_BYTES,
+  startHttpServer,
+} from './http/http-server.ts';
+export {
   type DescriptorOutcome,
   type RequestMethod,
   RlsMetrics,
