@@ -21,6 +21,12 @@ export type {
   RateLimitResponseMessage,
 } from './grpc/messages.ts';
 export {
+  httpStatusOf,
+  RequestJsonError,
+  requestFromJson,
+  responseToJson,
+} from './grpc/proto-json.ts';
+export {
   HEADER_STYLES,
   type HeaderStatus,
   type HeaderStyle,
