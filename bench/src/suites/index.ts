@@ -8,6 +8,7 @@ import { memoryStore } from './memory-store.ts';
 import { multiPolicy } from './multi-policy.ts';
 import { nodeDecisions } from './node-decisions.ts';
 import { redisCost } from './redis-cost.ts';
+import { rls } from './rls.ts';
 
 export const SUITES: Record<string, Suite> = {
   'redis-cost': redisCost,
@@ -18,4 +19,5 @@ export const SUITES: Record<string, Suite> = {
   'multi-policy': multiPolicy,
   'block-cache': blockCache,
   concurrency,
+  rls,
 };
