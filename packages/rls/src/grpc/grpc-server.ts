@@ -118,9 +118,11 @@ function answerWith(decide: Decide, onError: (error: unknown) => void) {
       const request = requestFromWire(call.request);
       response = responseToWire(await decide(request, { signal: cancelled.signal }));
     } catch (error) {
-      // UNKNOWN, as grpc-go answers the error envoyproxy/ratelimit's service returns.
+      // UNKNOWN, as grpc-go answers the error envoyproxy/ratelimit's service returns, unless
+      // the error names a status of its own (UNAVAILABLE, for a failure mode that says so).
+      const own = (error as { grpcStatus?: unknown } | undefined)?.grpcStatus;
       callback({
-        code: status.UNKNOWN,
+        code: typeof own === 'number' ? own : status.UNKNOWN,
         details: error instanceof Error ? error.message : String(error),
       });
       onError(error);

@@ -1,0 +1,172 @@
+// One ShouldRateLimit call: each descriptor's limit from the configuration, then every enforced
+// descriptor decided in one joint consume, all or nothing, and shadowed ones counted beside it.
+import {
+  type Decision,
+  descriptorKey,
+  type Limiter,
+  type PolicyDecision,
+  type PolicyOptions,
+} from '@sentinel/core';
+import type { MatchedLimit, RateLimitConfig, RateLimitRule, RequestDescriptor } from './types.ts';
+
+export type Code = 'OK' | 'OVER_LIMIT';
+
+/** One descriptor's answer, as a DescriptorStatus carries it. */
+export interface DescriptorVerdict {
+  readonly code: Code;
+  /** The limit that applied: undefined where none matched, or it was unlimited. */
+  readonly limit: RateLimitRule | undefined;
+  /** Requests left in the window: 0 where no limit matched, 2^32 - 1 where it is unlimited. */
+  readonly remaining: number;
+  /** Milliseconds until the limit is whole again; 0 where no limit applied. */
+  readonly resetMs: number;
+  /** The configuration's name for it, for statistics; undefined where none matched. */
+  readonly statKey: string | undefined;
+  /** Counted, but refused nothing: its own `shadow_mode`, or the global one. */
+  readonly shadow: boolean;
+  /** Its bucket refused the hits, whether or not shadow mode then answered OK. */
+  readonly overLimit: boolean;
+}
+
+/** A whole request's answer. */
+export interface Verdict {
+  readonly overall: Code;
+  readonly statuses: readonly DescriptorVerdict[];
+  /** A store failure answered by the failure mode: the statuses say what it chose. */
+  readonly degraded: boolean;
+}
+
+/** A request the service cannot decide: no domain, or no descriptor. */
+export class BadRequestError extends Error {
+  override readonly name = 'BadRequestError';
+}
+
+/** A descriptor no limit matched: OK, with nothing to say. */
+const NO_LIMIT: DescriptorVerdict = {
+  code: 'OK',
+  limit: undefined,
+  remaining: 0,
+  resetMs: 0,
+  statKey: undefined,
+  shadow: false,
+  overLimit: false,
+};
+
+/** What an unlimited descriptor reports left, as the reference service does. */
+export const UNLIMITED_REMAINING = 0xffff_ffff;
+
+/** Policy names are 1 to 64 of these; a `rate_limit.name` with others is spelt with `_`. */
+const NAME_CHARACTER = /[^A-Za-z0-9_.-]/g;
+
+/**
+ * The policy a matched limit counts under: named after `rate_limit.name` (or `rls`), so that a
+ * limit's count survives a reload that changes `requests_per_unit`, and an app that counts with
+ * the same policy (see docs/rls.md) shares the budget.
+ */
+export function descriptorPolicy(rule: RateLimitRule): PolicyOptions {
+  const name = (rule.name ?? 'rls').replace(NAME_CHARACTER, '_').slice(0, 64) || 'rls';
+  return { name, limit: rule.requestsPerUnit, window: rule.windowMs, algorithm: rule.algorithm };
+}
+
+export interface DeciderOptions {
+  readonly limiter: Limiter;
+  /** The configuration in force: read per call, so that a reload applies to the next one. */
+  readonly config: () => RateLimitConfig;
+  /** SHADOW_MODE: every limit counts, and none refuses. */
+  readonly shadowMode: boolean;
+  /**
+   * Decide each descriptor in a call of its own, as on a Redis Cluster, where the buckets of
+   * one request are in different hash slots and no one script can take them all.
+   */
+  readonly separately: boolean;
+}
+
+export class Decider {
+  readonly #options: DeciderOptions;
+
+  constructor(options: DeciderOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Decides a request. `hits[i]` is what descriptor i costs: 0 looks without counting, as a
+   * descriptor's own `hits_addend` of 0 asks.
+   */
+  async decide(
+    domain: string,
+    descriptors: readonly RequestDescriptor[],
+    hits: readonly number[],
+  ): Promise<Verdict> {
+    if (domain === '') throw new BadRequestError('rate limit domain must not be empty');
+    if (descriptors.length === 0) {
+      throw new BadRequestError('rate limit descriptor list must not be empty');
+    }
+    const { config, shadowMode, limiter, separately } = this.#options;
+    const matched = config().matchAll(domain, descriptors);
+    // Enforced limits of one cost are decided together; shadowed ones each on their own, since
+    // they refuse nothing and so must not make the others refuse.
+    const together = new Map<number, number[]>();
+    const alone: number[] = [];
+    matched.forEach((match, i) => {
+      if (match === undefined || match.rule.unlimited) return;
+      const cost = hits[i] ?? 1;
+      if (shadowMode || match.shadowMode || separately) {
+        alone.push(i);
+        return;
+      }
+      const group = together.get(cost);
+      if (group === undefined) together.set(cost, [i]);
+      else group.push(i);
+    });
+    const decisions = new Array<PolicyDecision | undefined>(matched.length);
+    let degraded = false;
+    const take = (indices: readonly number[], decision: Decision) => {
+      if (decision.degraded !== undefined) degraded = true;
+      indices.forEach((at, j) => {
+        decisions[at] = decision.policies[j];
+      });
+    };
+    const keyOf = (i: number) => descriptorKey(domain, (matched[i] as MatchedLimit).bucket);
+    const policyOf = (i: number) => descriptorPolicy((matched[i] as MatchedLimit).rule);
+    const calls = alone.map((i) => {
+      const cost = hits[i] ?? 1;
+      const options = { policies: policyOf(i), cost: Math.max(cost, 1) };
+      const decided =
+        cost === 0 ? limiter.peek(keyOf(i), options) : limiter.consume(keyOf(i), options);
+      return decided.then((d) => take([i], d));
+    });
+    for (const [cost, indices] of together) {
+      const keys = indices.map(keyOf);
+      const options = { policies: indices.map(policyOf), cost: Math.max(cost, 1) };
+      const decided =
+        cost === 0 ? limiter.peekJointly(keys, options) : limiter.consumeJointly(keys, options);
+      calls.push(decided.then((d) => take(indices, d)));
+    }
+    await Promise.all(calls);
+    let overall: Code = 'OK';
+    const statuses = matched.map((match, i): DescriptorVerdict => {
+      if (match === undefined) return NO_LIMIT;
+      const { rule, statKey } = match;
+      const shadow = shadowMode || match.shadowMode;
+      if (rule.unlimited) {
+        return { ...NO_LIMIT, remaining: UNLIMITED_REMAINING, statKey, shadow };
+      }
+      const decision = decisions[i] as PolicyDecision;
+      const over = !decision.allowed;
+      // A shadowed limit reports OK however far over it is; the global shadow mode leaves each
+      // status as it is and answers OK overall, as the reference service does.
+      const code: Code = over && !match.shadowMode ? 'OVER_LIMIT' : 'OK';
+      if (code === 'OVER_LIMIT' && !shadowMode) overall = 'OVER_LIMIT';
+      return {
+        code,
+        limit: rule,
+        remaining: decision.remaining,
+        resetMs: decision.resetMs,
+        statKey,
+        shadow,
+        overLimit: over,
+      };
+    });
+    return { overall, statuses, degraded };
+  }
+}
