@@ -1,4 +1,6 @@
 // @sentinel/rls: Envoy's rate limit service on Sentinel's buckets.
+export { ConfigError } from './config/config-error.ts';
+export { type LoadOptions, loadConfig } from './config/load-config.ts';
 export {
   type Decide,
   type DecideContext,

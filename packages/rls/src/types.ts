@@ -24,7 +24,10 @@ export interface RateLimitRule {
   /** Sentinel's extension `unit_multiplier`: a window of that many units. @default 1 */
   readonly unitMultiplier: number;
   readonly requestsPerUnit: number;
-  /** `unlimited: true`: every request is admitted and nothing is counted. */
+  /**
+   * `unlimited: true`: every request is admitted and nothing is counted. Such a rule names no
+   * unit; its `unit` says second and means nothing.
+   */
   readonly unlimited: boolean;
   /** Sentinel's extension `algorithm`. @default 'fixed-window', aligned to the unit */
   readonly algorithm: Algorithm;
@@ -50,6 +53,8 @@ export interface MatchedLimit {
   /**
    * The name envoyproxy/ratelimit gives its statistics: `domain.key_value.key2`, values only
    * where the configuration names one (with `detailed_metric`, every value the request sent).
+   * As upstream's `FullKey`: its counters are named after it with `:` and `|` made `_`, and the
+   * dots of an IPv4 address too.
    */
   readonly statKey: string;
   /**
@@ -60,6 +65,13 @@ export interface MatchedLimit {
   readonly rule: RateLimitRule;
   readonly shadowMode: boolean;
   readonly detailedMetric: boolean;
+  /**
+   * `quota_mode`: a descriptor over its limit refuses the request only if every quota-mode
+   * descriptor of the request is over too.
+   */
+  readonly quotaMode?: boolean;
+  /** `metadata`: what upstream returns in the response's dynamic metadata when it admits. */
+  readonly metadata?: Readonly<Record<string, unknown>> | undefined;
 }
 
 /** A loaded configuration: every domain of every file. */
