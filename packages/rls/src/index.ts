@@ -2,6 +2,13 @@
 export { ConfigError } from './config/config-error.ts';
 export { type LoadOptions, loadConfig } from './config/load-config.ts';
 export {
+  type ConfigSource,
+  type ConfigWatcher,
+  configSource,
+  readConfig,
+  watchConfig,
+} from './config/runtime-files.ts';
+export {
   type Decide,
   type DecideContext,
   type GrpcServer,
