@@ -113,6 +113,19 @@ describe('the configurations upstream refuses', () => {
     );
   });
 
+  it('joins key and value as upstream keys them, so key a_b and key a with value b are one', () => {
+    const error = refusal(() =>
+      loadText('domain: d\ndescriptors:\n  - { key: a_b }\n  - { key: a, value: b }\n'),
+    );
+    expect(error.message).toBe(
+      "inline.yaml: descriptors[1]: descriptor 'd.a_b' is already defined",
+    );
+    // An empty value is no value.
+    expect(() =>
+      loadText('domain: d\ndescriptors:\n  - { key: a }\n  - { key: a, value: "" }\n'),
+    ).toThrow("descriptor 'd.a' is already defined");
+  });
+
   it('reads every file before it checks any descriptor, so a misspelt field comes first', () => {
     const error = refusal(() => load(['bad-unit.yaml', 'misspelled-field.yaml']));
     expect(error.source).toBe('fixtures/config/misspelled-field.yaml');
