@@ -25,8 +25,9 @@ const path = require('node:path');
 
 const CORE = '^packages/core/src/';
 const ADAPTER_SRC = '^packages/(?!core/)([^/]+)/src/';
-// The files package.json "exports" names (core has four, an adapter only index.ts).
-const ENTRY_POINTS = '^packages/([^/]+)/src/(index|adapter|internal|prometheus)[.]ts$';
+// The files package.json "exports" names (core has four, an adapter only index.ts), and the one
+// its "bin" runs (sentinel-rls's bin.ts).
+const ENTRY_POINTS = '^packages/([^/]+)/src/(index|adapter|internal|prometheus|bin)[.]ts$';
 // The Redis clients Sentinel supports, their npm aliases (ioredis5, redis5) and the node-redis
 // and Valkey scoped packages; unresolved (bare name) or resolved (inside node_modules).
 const REDIS_CLIENTS =

@@ -1,6 +1,6 @@
 // The published packages: packed as npm would, checked for what a tarball holds, installed into a
 // fresh project with npm, then imported from CommonJS, ESM and TypeScript.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ const PACKAGES = {
   express: 'rateLimit',
   koa: 'rateLimit',
   fastify: 'sentinel',
+  rls: 'startRateLimitService',
 } as const;
 let consumer: string;
 
@@ -91,7 +92,7 @@ const { Registry } = require('prom-client');
 ${usePrometheus}`,
   );
   for (const [name, entry] of Object.entries(PACKAGES)) {
-    if (name === 'core') continue;
+    if (name === 'core' || name === 'rls') continue;
     const check = `console.log(typeof ${entry} + ' ' + typeof byApiKey + ' ' + typeof RedisStore);`;
     await writeFile(
       join(consumer, `${name}.mjs`),
@@ -138,6 +139,8 @@ describe('the packed packages', () => {
       const extra = files.filter(
         (file) =>
           !file.startsWith('package/dist/') &&
+          // sentinel-rls loads Envoy's protos at run time.
+          !(name === 'rls' && file.startsWith('package/proto/')) &&
           !['package/package.json', 'package/README.md', 'package/LICENSE'].includes(file),
       );
       expect(extra).toEqual([]);
@@ -215,5 +218,39 @@ describe('the packed packages', () => {
       (error: { stdout: string }) => error,
     );
     expect(result.stdout).toBe('');
+  });
+  it('run `npx sentinel-rls`: its help, and the service on the memory store', async () => {
+    const help = await run('npx', ['--no-install', 'sentinel-rls', '--help'], { cwd: consumer });
+    expect(help.stdout).toContain('GRPC_PORT');
+    await writeFile(
+      join(consumer, 'ratelimit.yaml'),
+      'domain: api\ndescriptors:\n  - key: tenant\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n',
+    );
+    const child = spawn('npx', ['--no-install', 'sentinel-rls', '--config', 'ratelimit.yaml'], {
+      cwd: consumer,
+      env: { ...process.env, GRPC_PORT: '0', PORT: '0', REDIS_URL: '' },
+    });
+    try {
+      const ready = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (chunk) => {
+          out += chunk;
+          if (out.includes('sentinel-rls ready')) resolve(out);
+        });
+        child.once('exit', (code) => reject(new Error(`exited with ${code}`)));
+      });
+      const port = Number(/http=[^:]+:(\d+)/.exec(ready)?.[1]);
+      const ask = () =>
+        fetch(`http://127.0.0.1:${port}/json`, {
+          method: 'POST',
+          body: JSON.stringify({
+            domain: 'api',
+            descriptors: [{ entries: [{ key: 'tenant', value: 'a' }] }],
+          }),
+        }).then((r) => r.status);
+      expect([await ask(), await ask()]).toEqual([200, 429]);
+    } finally {
+      child.kill('SIGTERM');
+    }
   });
 });

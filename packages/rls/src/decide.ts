@@ -41,6 +41,9 @@ export class BadRequestError extends Error {
   override readonly name = 'BadRequestError';
 }
 
+/** What the verdict reads of a policy's decision. */
+type Outcome = Pick<PolicyDecision, 'allowed' | 'remaining' | 'resetMs'>;
+
 /** A descriptor no limit matched: OK, with nothing to say. */
 const NO_LIMIT: DescriptorVerdict = {
   code: 'OK',
@@ -107,10 +110,20 @@ export class Decider {
     // they refuse nothing and so must not make the others refuse.
     const together = new Map<number, number[]>();
     const alone: number[] = [];
+    const outcomes = new Array<Outcome | undefined>(matched.length);
+    // A limit of 0 (an unset `requests_per_unit`) refuses everything without asking the store;
+    // enforced, it leaves the rest of the request to look without consuming.
+    let refused = false;
     matched.forEach((match, i) => {
       if (match === undefined || match.rule.unlimited) return;
       const cost = hits[i] ?? 1;
-      if (shadowMode || match.shadowMode || separately) {
+      const shadowed = shadowMode || match.shadowMode;
+      if (match.rule.requestsPerUnit === 0) {
+        outcomes[i] = { allowed: false, remaining: 0, resetMs: 0 };
+        if (!shadowed) refused = true;
+        return;
+      }
+      if (shadowed || separately) {
         alone.push(i);
         return;
       }
@@ -118,24 +131,24 @@ export class Decider {
       if (group === undefined) together.set(cost, [i]);
       else group.push(i);
     });
-    const decisions = new Array<PolicyDecision | undefined>(matched.length);
     let degraded = false;
     const take = (indices: readonly number[], decision: Decision) => {
       if (decision.degraded !== undefined) degraded = true;
       indices.forEach((at, j) => {
-        decisions[at] = decision.policies[j];
+        outcomes[at] = decision.policies[j];
       });
     };
     const keyOf = (i: number) => descriptorKey(domain, (matched[i] as MatchedLimit).bucket);
     const policyOf = (i: number) => descriptorPolicy((matched[i] as MatchedLimit).rule);
     const calls = alone.map((i) => {
-      const cost = hits[i] ?? 1;
+      const cost = refused && !matched[i]?.shadowMode && !shadowMode ? 0 : (hits[i] ?? 1);
       const options = { policies: policyOf(i), cost: Math.max(cost, 1) };
       const decided =
         cost === 0 ? limiter.peek(keyOf(i), options) : limiter.consume(keyOf(i), options);
       return decided.then((d) => take([i], d));
     });
-    for (const [cost, indices] of together) {
+    for (const [hit, indices] of together) {
+      const cost = refused ? 0 : hit;
       const keys = indices.map(keyOf);
       const options = { policies: indices.map(policyOf), cost: Math.max(cost, 1) };
       const decided =
@@ -151,7 +164,7 @@ export class Decider {
       if (rule.unlimited) {
         return { ...NO_LIMIT, remaining: UNLIMITED_REMAINING, statKey, shadow };
       }
-      const decision = decisions[i] as PolicyDecision;
+      const decision = outcomes[i] as Outcome;
       const over = !decision.allowed;
       // A shadowed limit reports OK however far over it is; the global shadow mode leaves each
       // status as it is and answers OK overall, as the reference service does.

@@ -9,6 +9,16 @@ export {
   watchConfig,
 } from './config/runtime-files.ts';
 export {
+  BadRequestError,
+  type Code as DescriptorCode,
+  Decider,
+  type DeciderOptions,
+  type DescriptorVerdict,
+  descriptorPolicy,
+  UNLIMITED_REMAINING,
+  type Verdict,
+} from './decide.ts';
+export {
   type Decide,
   type DecideContext,
   type GrpcServer,
@@ -55,6 +65,11 @@ export {
   RlsMetrics,
   type RlsMetricsOptions,
 } from './metrics.ts';
+export {
+  type RateLimitService,
+  StoreUnavailableError,
+  startRateLimitService,
+} from './service.ts';
 export {
   FAILURE_MODES,
   type FailureMode,
