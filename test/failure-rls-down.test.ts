@@ -56,3 +56,30 @@ it('answers every call OK within the deadline while Redis is killed, and counts 
   const metrics = await (await fetch(`http://127.0.0.1:${rls.httpPort}/metrics`)).text();
   expect(metrics).toMatch(/sentinel_rls_store_errors_total \d*[1-9]/);
 });
+
+it.each([
+  ['closed', 'answers OVER_LIMIT'],
+  ['error', 'answers gRPC UNAVAILABLE'],
+] as const)('with FAILURE_MODE=%s and Redis down, %s at once', async (mode) => {
+  const redis = await startRedis();
+  rls = await startRls(['--config', configFile(CONFIG)], {
+    REDIS_URL: redis.url,
+    FAILURE_MODE: mode,
+  });
+  const client = rlsClient(rls.grpcPort);
+  const descriptors = [{ entries: [{ key: 'tenant', value: 'a' }] }];
+  expect((await client.shouldRateLimit('edge', descriptors)).overall_code).toBe('OK');
+  await redis.stop();
+  const started = performance.now();
+  const answer = client.shouldRateLimit('edge', descriptors, 0, 2_000);
+  if (mode === 'closed') {
+    expect((await answer).overall_code).toBe('OVER_LIMIT');
+  } else {
+    await expect(answer).rejects.toMatchObject({
+      code: 14,
+      details: expect.stringMatching(/unavailable/),
+    });
+  }
+  expect(performance.now() - started).toBeLessThan(1_000);
+  client.close();
+});

@@ -1,6 +1,7 @@
 // sentinel-rls as users run it: the bin on real Redis, asked by a real grpc-js client and over
 // HTTP, with configurations in envoyproxy/ratelimit's format.
 import { readFileSync, writeFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { uniquePrefix } from '../harness/clients.ts';
 import { waitFor } from '../harness/wait-for.ts';
@@ -37,6 +38,10 @@ descriptors:
     rate_limit:
       unit: second
       requests_per_unit: 0
+  - key: report_run
+    rate_limit: { name: reports, unit: minute, unit_multiplier: 10, requests_per_unit: 2 }
+  - key: search
+    rate_limit: { name: search, unit: hour, requests_per_unit: 5, algorithm: sliding-window-log }
 `;
 
 const tenant = (value: string) => ({ entries: [{ key: 'tenant', value }] });
@@ -46,12 +51,13 @@ describe('sentinel-rls on Redis', () => {
   let rls: RlsProcess;
   let client: RlsClient;
   let config: string;
+  const prefix = uniquePrefix('rls');
 
   beforeAll(async () => {
     config = configFile(CONFIG);
     rls = await startRls(['--config', config], {
       REDIS_URL: inject('redisUrl'),
-      PREFIX: uniquePrefix('rls'),
+      PREFIX: prefix,
       LIMIT_RESPONSE_HEADERS_ENABLED: 'true',
     });
     client = rlsClient(rls.grpcPort);
@@ -130,9 +136,29 @@ describe('sentinel-rls on Redis', () => {
     expect(first.overall_code).toBe('OK');
     expect(first.statuses[0]?.current_limit).toMatchObject({
       requests_per_unit: 1,
-      unit: 'SECOND',
+      unit: 'HOUR',
     });
     expect((await client.shouldRateLimit('shop', [own])).overall_code).toBe('OVER_LIMIT');
+  });
+
+  it('takes windows of several units and any of the five algorithms', async () => {
+    const run = { entries: [{ key: 'report_run', value: 'q3' }] };
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await client.shouldRateLimit('shop', [run]));
+    expect(answers.map((a) => a.overall_code)).toEqual(['OK', 'OK', 'OVER_LIMIT']);
+    const policy = answers[0]?.response_headers_to_add.find((h) => h.key === 'RateLimit-Policy');
+    expect(policy?.value).toBe('"reports";q=2;w=600');
+    const search = { entries: [{ key: 'search', value: 'all' }] };
+    for (let i = 0; i < 5; i++) await client.shouldRateLimit('shop', [search]);
+    expect((await client.shouldRateLimit('shop', [search])).overall_code).toBe('OVER_LIMIT');
+    const redis = new Redis(inject('redisUrl'));
+    try {
+      const keys = await redis.keys(`${prefix}:*`);
+      expect(keys.some((k) => k.endsWith(':search:1h:sliding-window-log'))).toBe(true);
+      expect(keys.some((k) => k.endsWith(':reports:10m:fixed-window'))).toBe(true);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('adds draft-11 RateLimit-Policy and RateLimit headers when enabled', async () => {
@@ -211,6 +237,26 @@ describe('sentinel-rls start-up', () => {
         answers.push((await client.shouldRateLimit('shop', [tenant('a')])).overall_code);
       expect(answers).toEqual(['OK', 'OK', 'OK', 'OVER_LIMIT']);
       expect(rls.stderr()).toMatch(/REDIS_URL is not set/);
+    } finally {
+      client.close();
+      await rls.stop();
+    }
+  });
+
+  it('adds the three older header fields under RESPONSE_HEADERS=legacy', async () => {
+    const rls = await startRls(['--config', configFile(CONFIG)], {
+      REDIS_URL: '',
+      LIMIT_RESPONSE_HEADERS_ENABLED: 'true',
+      RESPONSE_HEADERS: 'legacy',
+    });
+    const client = rlsClient(rls.grpcPort);
+    try {
+      const answer = await client.shouldRateLimit('shop', [tenant('a')]);
+      const headers = Object.fromEntries(
+        answer.response_headers_to_add.map((h) => [h.key, h.value]),
+      );
+      expect(headers).toMatchObject({ 'RateLimit-Limit': '3', 'RateLimit-Remaining': '2' });
+      expect(Number(headers['RateLimit-Reset'])).toBeGreaterThan(0);
     } finally {
       client.close();
       await rls.stop();
