@@ -62,5 +62,12 @@ function isPlain(key: string): boolean {
  * unicode, braces, a leading `~`) becomes `~` and its fingerprint.
  */
 export function storageIdentity(key: string): string {
-  return isPlain(key) ? key : `~${fingerprint(key)}`;
+  return isPlain(key) ? key : digests.of(key);
 }
+
+/**
+ * The fingerprints storageIdentity made lately: a caller keyed by a credential, or by an Envoy
+ * descriptor (see descriptorKey), sends the same long key again and again, and SHA-256 costs more
+ * than the rest of a decision in memory.
+ */
+const digests = new FingerprintCache(10_000, '~');
