@@ -84,8 +84,40 @@ export interface DeciderOptions {
   readonly separately: boolean;
 }
 
+/**
+ * The policy lists of the rule lists seen, kept per rule object in a trie of WeakMaps: a call
+ * whose descriptors match the rules of an earlier one hands the limiter the same list, which its
+ * plan cache finds by identity rather than by its JSON. A reload makes new rules, and the old
+ * lists go with them.
+ */
+class PolicyLists {
+  readonly #root = new WeakMap<RateLimitRule, Node>();
+
+  of(rules: readonly RateLimitRule[]): PolicyOptions[] {
+    let level = this.#root;
+    let node: Node | undefined;
+    for (const rule of rules) {
+      node = level.get(rule);
+      if (node === undefined) {
+        node = { next: new WeakMap(), list: undefined };
+        level.set(rule, node);
+      }
+      level = node.next;
+    }
+    const found = node as Node;
+    found.list ??= rules.map(descriptorPolicy);
+    return found.list;
+  }
+}
+
+interface Node {
+  readonly next: WeakMap<RateLimitRule, Node>;
+  list: PolicyOptions[] | undefined;
+}
+
 export class Decider {
   readonly #options: DeciderOptions;
+  readonly #policies = new PolicyLists();
 
   constructor(options: DeciderOptions) {
     this.#options = options;
@@ -139,10 +171,11 @@ export class Decider {
       });
     };
     const keyOf = (i: number) => descriptorKey(domain, (matched[i] as MatchedLimit).bucket);
-    const policyOf = (i: number) => descriptorPolicy((matched[i] as MatchedLimit).rule);
+    const policiesOf = (indices: readonly number[]) =>
+      this.#policies.of(indices.map((i) => (matched[i] as MatchedLimit).rule));
     const calls = alone.map((i) => {
       const cost = refused && !matched[i]?.shadowMode && !shadowMode ? 0 : (hits[i] ?? 1);
-      const options = { policies: policyOf(i), cost: Math.max(cost, 1) };
+      const options = { policies: policiesOf([i]), cost: Math.max(cost, 1) };
       const decided =
         cost === 0 ? limiter.peek(keyOf(i), options) : limiter.consume(keyOf(i), options);
       return decided.then((d) => take([i], d));
@@ -150,7 +183,7 @@ export class Decider {
     for (const [hit, indices] of together) {
       const cost = refused ? 0 : hit;
       const keys = indices.map(keyOf);
-      const options = { policies: indices.map(policyOf), cost: Math.max(cost, 1) };
+      const options = { policies: policiesOf(indices), cost: Math.max(cost, 1) };
       const decided =
         cost === 0 ? limiter.peekJointly(keys, options) : limiter.consumeJointly(keys, options);
       calls.push(decided.then((d) => take(indices, d)));

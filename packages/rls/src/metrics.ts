@@ -103,6 +103,8 @@ export class RlsMetrics {
   readonly #nearLimitRatio: number;
   readonly #maxSeries: number;
   readonly #series = new Map<string, Series>();
+  /** Stat keys to their series: several keys may name one (their labels sanitised alike). */
+  readonly #byStatKey = new Map<string, Series>();
   readonly #overflow: Series = { labels: 'overflow="true"', counts: zeroCounts() };
   #overflowed = false;
   readonly #timings = new Map<RequestMethod, Timing>();
@@ -124,6 +126,9 @@ export class RlsMetrics {
   }
 
   #seriesOf(statKey: string): Series {
+    // By the stat key first: the labels are parsed out of it once, not on every call.
+    const known = this.#byStatKey.get(statKey);
+    if (known !== undefined) return known;
     const labels = labelsOf(statKey);
     let series = this.#series.get(labels);
     if (series === undefined) {
@@ -134,6 +139,8 @@ export class RlsMetrics {
       series = { labels, counts: zeroCounts() };
       this.#series.set(labels, series);
     }
+    // Bounded too: keys that sanitise alike could otherwise grow it without end.
+    if (this.#byStatKey.size < 2 * this.#maxSeries) this.#byStatKey.set(statKey, series);
     return series;
   }
 

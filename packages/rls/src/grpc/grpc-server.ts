@@ -111,12 +111,24 @@ function answerWith(decide: Decide, onError: (error: unknown) => void) {
     call: ServerUnaryCall<WireRequest, object>,
     callback: sendUnaryData<object>,
   ): Promise<void> {
-    const cancelled = new AbortController();
-    call.on('cancelled', () => cancelled.abort());
+    // Built only when `decide` reads it: an AbortController per call costs more than a decision.
+    let cancelled: AbortController | undefined;
+    let ended = false;
+    call.on('cancelled', () => {
+      ended = true;
+      cancelled?.abort();
+    });
+    const context: DecideContext = {
+      get signal() {
+        cancelled ??= new AbortController();
+        if (ended) cancelled.abort();
+        return cancelled.signal;
+      },
+    };
     let response: object;
     try {
       const request = requestFromWire(call.request);
-      response = responseToWire(await decide(request, { signal: cancelled.signal }));
+      response = responseToWire(await decide(request, context));
     } catch (error) {
       // UNKNOWN, as grpc-go answers the error envoyproxy/ratelimit's service returns, unless
       // the error names a status of its own (UNAVAILABLE, for a failure mode that says so).
