@@ -60,7 +60,7 @@ it('answers every call OK within the deadline while Redis is killed, and counts 
 it.each([
   ['closed', 'answers OVER_LIMIT'],
   ['error', 'answers gRPC UNAVAILABLE'],
-] as const)('with FAILURE_MODE=%s and Redis down, %s at once', async (mode) => {
+] as const)('with FAILURE_MODE=%s and Redis down, %s at once', async (mode, _answer) => {
   const redis = await startRedis();
   rls = await startRls(['--config', configFile(CONFIG)], {
     REDIS_URL: redis.url,

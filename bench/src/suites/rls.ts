@@ -34,8 +34,11 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL('../../', import.meta.url));
 const THIS_FILE = fileURLToPath(import.meta.url);
 const PUBLISHED = fileURLToPath(new URL('../lib/published-sentinel.mjs', import.meta.url));
-/** The bin as users run it from the repository: `node --import tsx packages/rls/src/bin.ts`. */
-const BIN = join(ROOT, 'packages/rls/src/bin.ts');
+/**
+ * The bin as `npx sentinel-rls` runs it: the built dist/bin.mjs (`pnpm bench` builds first),
+ * with @sentinel/core's built files too, as every other suite measures them.
+ */
+const BIN = join(ROOT, 'packages/rls/dist/bin.mjs');
 const PROTO_DIR = join(ROOT, 'packages/rls/proto');
 const PROTO = 'envoy/service/ratelimit/v3/rls.proto';
 const SERVICE = 'envoy.service.ratelimit.v3.RateLimitService';
@@ -228,7 +231,7 @@ async function startChild(
   };
 }
 
-/** `node --import tsx packages/rls/src/bin.ts --config <file>`, from the repository's root. */
+/** `node packages/rls/dist/bin.mjs --config <file>`, from the repository's root. */
 async function startSentinelRls(redisUrl: string, configFile: string): Promise<Service> {
   const grpcPort = await freePort();
   const env = {
@@ -240,7 +243,7 @@ async function startSentinelRls(redisUrl: string, configFile: string): Promise<S
   };
   return startChild(
     SENTINEL,
-    ['--import', 'tsx', BIN, '--config', configFile],
+    ['--import', PUBLISHED, BIN, '--config', configFile],
     { cwd: ROOT, env },
     (line) => {
       const match = READY.exec(line.trim());
@@ -396,7 +399,7 @@ function report(runs: Map<string, Run[]>, rounds: number, seconds: number): Suit
   return {
     title: 'RLS: Envoy rate limit service, sentinel-rls against the one-call floor',
     method:
-      `sentinel-rls as users run it (\`node --import tsx packages/rls/src/bin.ts --config <file>\`, \`REDIS_URL\` the bench's Redis, \`LOG_LEVEL=warn\`), domain \`bench\` with \`tenant\` and \`route\` each limited to ${REQUESTS_PER_SECOND.toLocaleString('en')} a second, so that every call is admitted and does the full consume; against the floor, a gRPC server (@grpc/grpc-js and @grpc/proto-loader on the package's protos) whose ShouldRateLimit sends one EVALSHA of the floor script (TIME, GET, SET PX) through ioredis and answers OK, one status per descriptor. ` +
+      `sentinel-rls as users run it (the built bin, \`node packages/rls/dist/bin.mjs --config <file>\`, as \`npx sentinel-rls\` runs it, \`REDIS_URL\` the bench's Redis, \`LOG_LEVEL=warn\`), domain \`bench\` with \`tenant\` and \`route\` each limited to ${REQUESTS_PER_SECOND.toLocaleString('en')} a second, so that every call is admitted and does the full consume; against the floor, a gRPC server (@grpc/grpc-js and @grpc/proto-loader on the package's protos) whose ShouldRateLimit sends one EVALSHA of the floor script (TIME, GET, SET PX) through ioredis and answers OK, one status per descriptor. ` +
       `Each runs in a process of its own; the bench process drives each through one grpc-js channel, as Envoy keeps one, with \`ShouldRateLimit\` for one hot tenant at 1 and at 64 calls in flight, and for the tenant and a route (two descriptors) at 64. ` +
       `Every contender runs ${seconds} s per round, taking turns over ${rounds} round${rounds === 1 ? '' : 's'} after an untimed warm-up; calls/s and p99 are medians over the rounds, and "× floor" is sentinel-rls's calls/s over the floor's under the same load, same run.`,
     columns: ['server', 'descriptors', 'in flight', 'calls/s', 'p99', '× floor'],
@@ -412,7 +415,7 @@ function report(runs: Map<string, Run[]>, rounds: number, seconds: number): Suit
     notes: [
       `Information: one call at a time, sentinel-rls answers ${rate(rateOf(SENTINEL, ONE_AT_1))} calls/s (p99 ${ms(p99Of(SENTINEL, ONE_AT_1))}) against the floor's ${rate(rateOf(FLOOR, ONE_AT_1))} (p99 ${ms(p99Of(FLOOR, ONE_AT_1))}): ${times(share(ONE_AT_1))}. With two descriptors at 64 in flight, ${times(share(TWO_AT_64))} the floor, which still sends one call for both.`,
       `Calls that failed or were answered anything but OK are left out of the rates and latencies: ${tally.join('; ')}.`,
-      "The bin runs under tsx from the workspace's TypeScript sources, as `pnpm rls` runs it, not from a build; the floor's server loads what it needs of Sentinel (its Redis client's settings) from the built packages.",
+      "Both servers load Sentinel from the built packages, as a user's install has them.",
     ],
   };
 }
