@@ -79,6 +79,12 @@ it.each([
       code: 14,
       details: expect.stringMatching(/unavailable/),
     });
+    // /json says so too: the store is unavailable, not the request bad.
+    const json = await fetch(`http://127.0.0.1:${rls?.httpPort}/json`, {
+      method: 'POST',
+      body: JSON.stringify({ domain: 'edge', descriptors }),
+    });
+    expect(json.status).toBe(503);
   }
   expect(performance.now() - started).toBeLessThan(1_000);
   client.close();

@@ -177,6 +177,12 @@ describe('sentinel-rls on Redis', () => {
     );
   });
 
+  it('counts a request it cannot decide as a service error', async () => {
+    await expect(client.shouldRateLimit('', [tenant('e')])).rejects.toThrow();
+    const metrics = await (await fetch(`http://127.0.0.1:${rls.httpPort}/metrics`)).text();
+    expect(metrics).toMatch(/should_rate_limit_error\{err_type="service_error"\} [1-9]/);
+  });
+
   it('serves health, /healthcheck, /json and /metrics', async () => {
     expect(await client.health()).toBe('SERVING');
     const base = `http://127.0.0.1:${rls.httpPort}`;
@@ -228,8 +234,11 @@ describe('sentinel-rls on Redis', () => {
 });
 
 describe('sentinel-rls start-up', () => {
-  it('runs on the memory store without REDIS_URL, and says so', async () => {
-    const rls = await startRls(['--config', configFile(CONFIG)], { REDIS_URL: '' });
+  it('runs on the memory store without REDIS_URL, and says so, and which variables it ignores', async () => {
+    const rls = await startRls(['--config', configFile(CONFIG)], {
+      REDIS_URL: '',
+      USE_STATSD: 'true',
+    });
     const client = rlsClient(rls.grpcPort);
     try {
       const answers = [];
@@ -237,6 +246,7 @@ describe('sentinel-rls start-up', () => {
         answers.push((await client.shouldRateLimit('shop', [tenant('a')])).overall_code);
       expect(answers).toEqual(['OK', 'OK', 'OK', 'OVER_LIMIT']);
       expect(rls.stderr()).toMatch(/REDIS_URL is not set/);
+      expect(rls.stderr()).toMatch(/no effect here: USE_STATSD/);
     } finally {
       client.close();
       await rls.stop();

@@ -1,5 +1,5 @@
 // sentinel-rls's settings: upstream's variables and defaults, Sentinel's own, argv, and every refusal.
-import { HELP, readSettings, SettingsError } from '@sentinel/rls';
+import { HELP, ignoredVariables, readSettings, SettingsError } from '@sentinel/rls';
 import { describe, expect, it } from 'vitest';
 
 function settings(env: NodeJS.ProcessEnv, argv: readonly string[] = []) {
@@ -354,5 +354,26 @@ describe('readSettings: refusals name the variable and the value', () => {
     [['config.yaml'], 'config.yaml: is not an argument of sentinel-rls; see --help'],
   ])('refuses the arguments %j', (argv, message) => {
     expect(refusal({}, argv).message).toBe(message);
+  });
+});
+
+describe("envoyproxy/ratelimit's variables sentinel-rls does not read", () => {
+  it('refuses GRPC_SERVER_USE_TLS rather than serve in plain text where TLS was asked for', () => {
+    expect(() => readSettings({ GRPC_SERVER_USE_TLS: 'true' }, [])).toThrow(
+      /^GRPC_SERVER_USE_TLS: is not supported/,
+    );
+    expect(() => readSettings({ GRPC_SERVER_USE_TLS: 'false' }, [])).not.toThrow();
+  });
+
+  it('names the others that are set, so that the service can warn of them', () => {
+    const env = {
+      USE_STATSD: 'true',
+      USE_PROMETHEUS: 'true',
+      PROMETHEUS_ADDR: ':9090',
+      LOCAL_CACHE_SIZE_IN_BYTES: '',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      GRPC_PORT: '8081',
+    };
+    expect(ignoredVariables(env)).toEqual(['PROMETHEUS_ADDR', 'USE_PROMETHEUS', 'USE_STATSD']);
   });
 });

@@ -18,6 +18,8 @@ export {
   createRedisClient,
   type Decision,
   type DecisionEvent,
+  type DescriptorEntryLike,
+  descriptorKey,
   type HeaderFormat,
   type HeaderOptions,
   type HttpLimiterOptions,

@@ -74,6 +74,7 @@ export {
   FAILURE_MODES,
   type FailureMode,
   HELP,
+  ignoredVariables,
   LOG_LEVELS,
   type LogLevel,
   type RedisSettings,

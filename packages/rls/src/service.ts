@@ -16,7 +16,7 @@ import { type HeaderStatus, responseHeaders } from './headers.ts';
 import { startHttpServer } from './http/http-server.ts';
 import { type Logger, logger } from './logger.ts';
 import { RlsMetrics } from './metrics.ts';
-import type { Settings } from './settings.ts';
+import { ignoredVariables, type Settings } from './settings.ts';
 import type { RateLimitConfig, RequestDescriptor } from './types.ts';
 import { UNIT_SECONDS } from './types.ts';
 
@@ -37,6 +37,10 @@ export async function startRateLimitService(
   settings: Settings,
   log: Logger = logger(settings.logLevel),
 ): Promise<RateLimitService> {
+  const ignored = ignoredVariables(settings.env);
+  if (ignored.length > 0) {
+    log.warn(`these variables of envoyproxy/ratelimit have no effect here: ${ignored.join(', ')}`);
+  }
   const source = configSource(settings.env, settings.configFiles);
   let config: RateLimitConfig = await readConfig(source, {
     mergeDomains: settings.mergeDomainConfig,
@@ -119,17 +123,26 @@ export async function startRateLimitService(
     return toResponse(verdict, settings);
   }
 
+  /** A call of either listener, timed, with what it threw counted. */
+  async function timed(
+    method: 'ShouldRateLimit' | 'json',
+    request: RateLimitRequestMessage,
+  ): Promise<RateLimitResponseMessage> {
+    const started = performance.now();
+    try {
+      return await decide(request);
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) metrics.serviceError();
+      throw error;
+    } finally {
+      metrics.request(method, (performance.now() - started) / 1000);
+    }
+  }
+
   const grpc = await startGrpcServer({
     host: settings.grpcHost,
     port: settings.grpcPort,
-    decide: async (request) => {
-      const started = performance.now();
-      try {
-        return await decide(request);
-      } finally {
-        metrics.request('ShouldRateLimit', (performance.now() - started) / 1000);
-      }
-    },
+    decide: (request) => timed('ShouldRateLimit', request),
   });
   let serving = true;
   const http = await startHttpServer({
@@ -145,11 +158,13 @@ export async function startRateLimitService(
         return { status: 400, body: { message: (error as Error).message } };
       }
       try {
-        const response = await decide(request);
+        const response = await timed('json', request);
         return { status: httpStatusOf(response), body: responseToJson(response) };
       } catch (error) {
-        // As the reference service answers its service errors on /json.
-        return { status: 400, body: { message: (error as Error).message } };
+        // A store the failure mode says to report is unavailable, not a bad request; the rest
+        // are answered as the reference service answers its service errors on /json.
+        const status = error instanceof StoreUnavailableError ? 503 : 400;
+        return { status, body: { message: (error as Error).message } };
       }
     },
   });

@@ -316,6 +316,13 @@ function readArguments(argv: readonly string[]): Arguments {
 export function readSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): Settings {
   const { configFiles, help } = readArguments(argv);
   const vars = help ? {} : env;
+  // Serving in plain text where TLS was asked for would expose what the mesh sends.
+  if (bool(vars, 'GRPC_SERVER_USE_TLS')) {
+    throw new SettingsError(
+      'GRPC_SERVER_USE_TLS',
+      'is not supported: sentinel-rls serves gRPC in plain text; terminate TLS in the mesh or a sidecar',
+    );
+  }
   return {
     grpcHost: read(vars, 'GRPC_HOST') ?? '0.0.0.0',
     grpcPort: port(vars, 'GRPC_PORT', 8081),
@@ -391,3 +398,17 @@ Sentinel's own:
 
 Booleans are read as Go reads them: 1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False.
 `;
+
+/**
+ * envoyproxy/ratelimit's variables that sentinel-rls does not read (statsd, its own Prometheus
+ * listener, local caches, pools and pipelines, xDS, memcache, tracing): those set in `env`, so
+ * that a migrated deployment hears that they have no effect here.
+ */
+export function ignoredVariables(env: NodeJS.ProcessEnv): string[] {
+  return Object.keys(env)
+    .filter((name) => IGNORED.test(name) && read(env, name) !== undefined)
+    .sort();
+}
+
+const IGNORED =
+  /^(USE_STATSD|STATSD_.*|USE_DOG_STATSD|DOG_STATSD_.*|USE_PROMETHEUS|PROMETHEUS_.*|EXTRA_TAGS|LOCAL_CACHE_SIZE_IN_BYTES|EXPIRATION_JITTER_MAX_SECONDS|STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT|REDIS_POOL_.*|REDIS_PIPELINE_.*|REDIS_PERSECOND.*|REDIS_HEALTH_CHECK_ACTIVE_CONNECTION|REDIS_SENTINEL_AUTH|REDIS_TLS_CLIENT_CERT|REDIS_TLS_CLIENT_KEY|REDIS_TLS_CACERT|REDIS_TLS_SKIP_HOSTNAME_VERIFICATION|REDIS_TIMEOUT|BACKEND_TYPE|MEMCACHE_.*|CONFIG_TYPE|CONFIG_GRPC_XDS_.*|QUOTA_MODE|RESPONSE_DYNAMIC_METADATA|TRACING_.*|OTEL_.*|GRPC_UDS|GRPC_SERVER_TLS_.*|GRPC_CLIENT_TLS_.*|GRPC_MAX_CONNECTION_AGE.*|DEBUG_HOST|DEBUG_PORT|LOG_FORMAT|RUNTIME_WATCH_ROOT|CACHE_KEY_PREFIX|HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED)$/;
