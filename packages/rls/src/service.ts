@@ -108,11 +108,15 @@ export async function startRateLimitService(
       }
     }
     verdict.statuses.forEach((status, i) => {
-      if (status.statKey === undefined || status.limit === undefined) return;
+      if (verdict.degraded || status.statKey === undefined || status.limit === undefined) return;
+      const hit = hits[i] ?? 1;
+      // An enforced limit that admitted in a refused request only looked: its statistics count
+      // the hits as if taken, as the reference service's, which increments every descriptor.
+      const looked = !status.shadow && !status.overLimit && verdict.overall === 'OVER_LIMIT';
       metrics.record(status.statKey, {
-        hits: hits[i] ?? 1,
+        hits: hit,
         limit: status.limit.requestsPerUnit,
-        remaining: status.remaining,
+        remaining: looked ? Math.max(0, status.remaining - hit) : status.remaining,
         overLimit: status.overLimit,
         shadowMode: status.shadow,
       });
