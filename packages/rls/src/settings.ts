@@ -1,4 +1,6 @@
 // sentinel-rls's settings: envoyproxy/ratelimit's environment variables, Sentinel's own, and argv.
+
+import { parseGoBool } from './go-bool.ts';
 import {
   HEADER_STYLES,
   type HeaderStyle,
@@ -77,22 +79,6 @@ export class SettingsError extends Error {
 const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[^\s/:@[\]]+):(\d{1,5})$/;
 /** An HTTP field name (RFC 9110 token). */
 const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/** Go's strconv.ParseBool, which upstream's booleans go through. */
-const BOOLEANS: Readonly<Record<string, boolean>> = {
-  1: true,
-  t: true,
-  T: true,
-  TRUE: true,
-  true: true,
-  True: true,
-  0: false,
-  f: false,
-  F: false,
-  FALSE: false,
-  false: false,
-  False: false,
-};
-
 /** A variable's value; an empty one counts as unset, as a manifest's `FOO=` usually means. */
 function read(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const value = env[name];
@@ -106,7 +92,7 @@ function quoted(value: string): string {
 function bool(env: NodeJS.ProcessEnv, name: string): boolean {
   const value = read(env, name);
   if (value === undefined) return false;
-  const parsed = BOOLEANS[value];
+  const parsed = parseGoBool(value);
   if (parsed === undefined) {
     throw new SettingsError(name, `must be true or false (or 1, 0, t, f), got ${quoted(value)}`);
   }

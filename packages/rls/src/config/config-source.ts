@@ -2,6 +2,7 @@
 import type { Dirent } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { parseGoBool } from '../go-bool.ts';
 import { ConfigError } from './config-error.ts';
 
 /**
@@ -26,22 +27,6 @@ export interface ConfigText {
   readonly text: string;
 }
 
-/** Go's strconv.ParseBool, which upstream's settings go through. */
-const BOOLEANS: Readonly<Record<string, boolean>> = {
-  1: true,
-  t: true,
-  T: true,
-  TRUE: true,
-  true: true,
-  True: true,
-  0: false,
-  f: false,
-  F: false,
-  FALSE: false,
-  false: false,
-  False: false,
-};
-
 /**
  * Where to read the configuration: the `--config` files, in order, when there are any; else
  * the runtime directory the environment names, with upstream's defaults.
@@ -51,7 +36,7 @@ export function configSource(env: NodeJS.ProcessEnv, files: readonly string[]): 
   if (files.length > 0) return { kind: 'files', files };
   const root = setting(env, 'RUNTIME_ROOT') ?? '/srv/runtime_data/current';
   const dotFiles = setting(env, 'RUNTIME_IGNOREDOTFILES') ?? 'false';
-  const ignoreDotFiles = BOOLEANS[dotFiles];
+  const ignoreDotFiles = parseGoBool(dotFiles);
   if (ignoreDotFiles === undefined) {
     throw new ConfigError(
       'RUNTIME_IGNOREDOTFILES',
