@@ -322,4 +322,17 @@ describe('the bound on series', () => {
     );
     expect(hits.at(-1)).toBe('ratelimit_service_rate_limit_total_hits{overflow="true"} 2000');
   });
+
+  it('cuts a label short, so that values as long as headers cannot fill memory', () => {
+    const metrics = new RlsMetrics();
+    const long = 'x'.repeat(60_000);
+    metrics.record(`d.user_${long}.path_${long}`, outcome({}));
+    const [line] = metrics
+      .render()
+      .split('\n')
+      .filter((l) => l.startsWith('ratelimit_service_rate_limit_total_hits{'));
+    expect(line).toBe(
+      `ratelimit_service_rate_limit_total_hits{domain="d",key1="user_${'x'.repeat(251)}",key2="path_${'x'.repeat(251)}"} 1`,
+    );
+  });
 });

@@ -168,13 +168,15 @@ describe('sentinel-rls on Redis', () => {
     expect(headers.RateLimit).toMatch(/^"tenant";r=2;t=\d+$/);
   });
 
-  it('refuses a request without a domain or descriptors with a gRPC error', async () => {
+  it('refuses a request without a domain, without descriptors or with too many, with a gRPC error', async () => {
     await expect(client.shouldRateLimit('', [tenant('e')])).rejects.toThrow(
       /domain must not be empty/,
     );
     await expect(client.shouldRateLimit('shop', [])).rejects.toThrow(
       /descriptor list must not be empty/,
     );
+    const many = Array.from({ length: 257 }, (_, i) => route(`/${i}`));
+    await expect(client.shouldRateLimit('shop', many)).rejects.toThrow(/more than the 256 allowed/);
   });
 
   it('counts a request it cannot decide as a service error', async () => {

@@ -55,6 +55,13 @@ const NO_LIMIT: DescriptorVerdict = {
   overLimit: false,
 };
 
+/**
+ * Descriptors in one request at most. Envoy sends one per rate limit action of the route, a
+ * handful; a body of /json could carry tens of thousands, and their joint script would hold
+ * Redis for as long as it runs.
+ */
+export const MAX_DESCRIPTORS = 256;
+
 /** What an unlimited descriptor reports left, as the reference service does. */
 export const UNLIMITED_REMAINING = 0xffff_ffff;
 
@@ -135,6 +142,11 @@ export class Decider {
     if (domain === '') throw new BadRequestError('rate limit domain must not be empty');
     if (descriptors.length === 0) {
       throw new BadRequestError('rate limit descriptor list must not be empty');
+    }
+    if (descriptors.length > MAX_DESCRIPTORS) {
+      throw new BadRequestError(
+        `rate limit descriptor list has ${descriptors.length} descriptors, more than the ${MAX_DESCRIPTORS} allowed`,
+      );
     }
     const { config, shadowMode, limiter, separately } = this.#options;
     const matched = config().matchAll(domain, descriptors);

@@ -79,8 +79,16 @@ function sanitize(statKey: string): string {
  * `key2` for the next two dot-separated parts. Deeper parts are dropped there, and their hits
  * add up in the series of the first three parts, here as well.
  */
+/**
+ * A label's value at most: under `detailed_metric` a value is whatever the request carried, and
+ * 10,000 series of header-sized labels would hold gigabytes.
+ */
+const MAX_LABEL = 256;
+
 function labelsOf(statKey: string): string {
-  const [domain = '', key1 = '', key2] = sanitize(statKey).split('.', 3);
+  const [domain = '', key1 = '', key2] = sanitize(statKey)
+    .split('.', 3)
+    .map((part) => part.slice(0, MAX_LABEL));
   const labels = `domain="${labelValue(domain)}",key1="${labelValue(key1)}"`;
   return key2 === undefined ? labels : `${labels},key2="${labelValue(key2)}"`;
 }
@@ -140,7 +148,9 @@ export class RlsMetrics {
       this.#series.set(labels, series);
     }
     // Bounded too: keys that sanitise alike could otherwise grow it without end.
-    if (this.#byStatKey.size < 2 * this.#maxSeries) this.#byStatKey.set(statKey, series);
+    if (this.#byStatKey.size < 2 * this.#maxSeries && statKey.length <= 4 * MAX_LABEL) {
+      this.#byStatKey.set(statKey, series);
+    }
     return series;
   }
 
