@@ -62,7 +62,8 @@ function isPlain(key: string): boolean {
  * unicode, braces, a leading `~`) becomes `~` and its fingerprint.
  */
 export function storageIdentity(key: string): string {
-  return isPlain(key) ? key : digests.of(key);
+  if (isPlain(key)) return key;
+  return key.length <= MAX_KEPT ? digests.of(key) : `~${fingerprint(key)}`;
 }
 
 /**
@@ -71,3 +72,5 @@ export function storageIdentity(key: string): string {
  * than the rest of a decision in memory.
  */
 const digests = new FingerprintCache(10_000, '~');
+/** Keys kept at most this long, so that the cache holds 10,000 of them in a few megabytes. */
+const MAX_KEPT = 512;

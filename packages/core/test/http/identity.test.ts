@@ -280,12 +280,15 @@ describe('identities in store keys', () => {
     ['línea'],
     ['a\r\nb'],
     ['x'.repeat(201)],
+    ['y'.repeat(513)],
     [''],
     ['~abc'],
   ])('are fingerprinted when odd: %j', (key) => {
     const stored = storageIdentity(key);
     expect(stored).toMatch(/^~[A-Za-z0-9_-]{22}$/);
     expect(stored).toBe(`~${fingerprint(key)}`);
+    // Asked again, from the cache or not, the same.
+    expect(storageIdentity(key)).toBe(stored);
   });
 });
 
