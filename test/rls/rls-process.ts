@@ -2,27 +2,15 @@
 // of the test's, and a grpc-js client of its ShouldRateLimit and health services.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { freePort } from '../harness/redis-server.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 const BIN = join(root, 'packages/rls/src/bin.ts');
 const PROTO_DIR = join(root, 'packages/rls/proto');
-
-/** A port nothing listens on now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Writes YAML to a fresh directory: the path of the file. */
 export function configFile(yaml: string, name = 'config.yaml'): string {

@@ -18,7 +18,8 @@ export interface BenchRedis {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+/** A port nothing listens on now. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer().unref();
     server.on('error', reject);

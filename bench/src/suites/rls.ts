@@ -6,7 +6,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -27,7 +26,7 @@ import {
   saturate,
   times,
 } from '../lib/measure.ts';
-import { startRedis } from '../lib/redis-server.ts';
+import { freePort, startRedis } from '../lib/redis-server.ts';
 import { FLOOR_SCRIPT } from '../reference-script.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -164,16 +163,6 @@ const running = new Set<() => void>();
 process.once('exit', () => {
   for (const kill of running) kill();
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer().unref();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 /**
  * Spawns a server and waits for the stdout line that says it listens; `ready` returns its port.
