@@ -1,9 +1,9 @@
 // Starts one server under load in a child process and stops it: the load generator, Redis and
 // the server then each show up as their own process, as they would in production.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { supervise } from '../lib/child-process.ts';
 import type { Framework, Variant } from './variants.ts';
 
 export interface ServerProcess {
@@ -17,12 +17,6 @@ const BENCH_DIR = fileURLToPath(new URL('../../', import.meta.url));
 const SERVER = fileURLToPath(new URL('server.ts', import.meta.url));
 const PUBLISHED = fileURLToPath(new URL('../lib/published-sentinel.mjs', import.meta.url));
 const STARTUP_MS = 60_000;
-
-/** Kills the servers still running should the bench exit: one listener for them all, however many. */
-const running = new Set<() => void>();
-process.once('exit', () => {
-  for (const kill of running) kill();
-});
 
 /** The numbers the server prints: its port once it listens, its failures as it stops. */
 function reports(child: ChildProcess, name: string) {
@@ -51,18 +45,15 @@ export async function startServer(
     cwd: BENCH_DIR,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const killed = (): void => void child.kill('SIGKILL');
-  running.add(killed);
-  const exited = once(child, 'close');
+  const supervised = supervise(child);
   const printed = reports(child, `${framework} ${variant}`);
   printed.failures.catch(() => {});
-  const startup = setTimeout(killed, STARTUP_MS);
+  const startup = setTimeout(() => supervised.kill(), STARTUP_MS);
   let port: number;
   try {
     port = await printed.port;
   } catch (error) {
-    killed();
-    running.delete(killed);
+    supervised.kill();
     throw error;
   } finally {
     clearTimeout(startup);
@@ -71,13 +62,7 @@ export async function startServer(
     variant,
     port,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(killed, 5_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      running.delete(killed);
+      await supervised.stop();
       return printed.failures.catch(() => undefined);
     },
   };

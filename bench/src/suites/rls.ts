@@ -4,7 +4,6 @@
 // channel, as Envoy keeps one. Run as `node --import tsx --import <published-sentinel.mjs>
 // rls.ts floor <redis-url>`, this file is the floor's server.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync, type Options } from '@grpc/proto-loader';
 import { connect } from '../http/redis-clients.ts';
+import { supervise } from '../lib/child-process.ts';
 import {
   alternate,
   type Contender,
@@ -158,12 +158,6 @@ interface Service {
   stop(): Promise<void>;
 }
 
-/** Kills the servers still running should the bench exit. */
-const running = new Set<() => void>();
-process.once('exit', () => {
-  for (const kill of running) kill();
-});
-
 /**
  * Spawns a server and waits for the stdout line that says it listens; `ready` returns its port.
  * Its stderr is kept, the last of it shown should it exit first.
@@ -178,16 +172,14 @@ async function startChild(
     ...options,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const killed = (): void => void child.kill('SIGKILL');
-  running.add(killed);
+  const supervised = supervise(child);
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);
   });
-  const exited = once(child, 'close');
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => {
-      killed();
+      supervised.kill();
       reject(new Error(`${name} did not get ready in ${STARTUP_MS / 1000} s:\n${stderr}`));
     }, STARTUP_MS);
     createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
@@ -202,22 +194,10 @@ async function startChild(
       reject(new Error(`${name} exited (${code ?? signal}) before it was ready:\n${stderr}`));
     });
   }).catch((error: unknown) => {
-    running.delete(killed);
+    supervised.kill();
     throw error;
   });
-  return {
-    name,
-    address: `127.0.0.1:${port}`,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(killed, 5_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      running.delete(killed);
-    },
-  };
+  return { name, address: `127.0.0.1:${port}`, stop: () => supervised.stop() };
 }
 
 /** `node packages/rls/dist/bin.mjs --config <file>`, from the repository's root. */
