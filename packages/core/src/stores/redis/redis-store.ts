@@ -225,10 +225,12 @@ export class RedisStore implements Store {
    */
   spansSlots(keys: readonly string[]): boolean {
     const first = keys[0];
-    if (first === undefined || keys.length === 1) return false;
+    // One server first: the usual deployment, which need read no key's hash tag.
+    if (first === undefined || keys.length === 1 || this.#client.serverOf(first) === '') {
+      return false;
+    }
     const tag = hashTag(first);
     if (keys.every((key) => hashTag(key) === tag)) return false;
-    if (this.#client.serverOf(first) === '') return false;
     const slot = calculateSlot(first);
     return keys.some((key) => calculateSlot(key) !== slot);
   }
