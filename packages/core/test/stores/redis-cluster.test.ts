@@ -196,6 +196,39 @@ describe('on a Redis Cluster of three masters with a replica each', () => {
     await limiter.close();
   });
 
+  it('refuses a joint consume whose keys are in different slots, alone, and decides those in one', async () => {
+    const client = connectCluster();
+    const errors: unknown[] = [];
+    const limiter = createLimiter({
+      redis: client,
+      prefix: uniquePrefix('joint'),
+      limit: 5,
+      window: '1h',
+      onError: (error) => errors.push(error),
+    });
+    const policies: PolicyOptions[] = [
+      { name: 'a', limit: 5, window: '1h' },
+      { name: 'b', limit: 5, window: '1h' },
+    ];
+    // Two identities in different slots, and two keys of one identity, which share its slot.
+    expect(keySlot('{tenant-1}')).not.toBe(keySlot('{tenant-2}'));
+    const [across, beside, together] = await Promise.all([
+      limiter.consumeJointly(['tenant-1', 'tenant-2'], { policies }),
+      // In the slot of the first's first key: the batch it would have joined.
+      limiter.consume('tenant-1'),
+      limiter.consumeJointly(['tenant-4', 'tenant-4'], { policies }),
+    ]);
+    // The one across slots is answered by the failure mode, the others by Redis as usual.
+    expect(across).toMatchObject({ allowed: true, degraded: 'allow' });
+    expect(across.error?.message).toMatch(/different Cluster hash slots/);
+    expect(beside).toMatchObject({ allowed: true, remaining: 4 });
+    expect(beside.degraded).toBeUndefined();
+    expect(together.degraded).toBeUndefined();
+    expect(together.policies.map((p) => p.remaining)).toEqual([4, 4]);
+    expect(errors).toHaveLength(1);
+    await limiter.close();
+  });
+
   /** Fires 1000 consumes for one identity at once, round-robin over a limiter per client. */
   async function race(
     options: Omit<LimiterOptions, 'redis' | 'store' | 'prefix'>,
