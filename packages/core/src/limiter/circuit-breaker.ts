@@ -41,6 +41,11 @@ export class CircuitBreaker {
     this.#onChange = onChange;
   }
 
+  /** Whether calls skip the store, or only probe it: read without taking the probe's turn. */
+  get open(): boolean {
+    return this.#open;
+  }
+
   /** Whether a call may go to the store now. While open, admits one probe after the cool-down. */
   allow(now: number): boolean {
     if (!this.#open) return true;

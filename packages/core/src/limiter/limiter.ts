@@ -13,7 +13,7 @@ import type { CompiledPlan } from './plan-cache.ts';
 import { checkKey, Plans } from './plans.ts';
 import { penalize, type RefundOptions, refund, release, renew } from './refund-and-penalty.ts';
 import { reset } from './reset.ts';
-import { StoreCalls } from './store-calls.ts';
+import { type BesideDecisions, type Leg, StoreCalls } from './store-calls.ts';
 
 export { LIMITER_OPTION_NAMES, type LimiterOptions } from './options.ts';
 export type { RefundOptions } from './refund-and-penalty.ts';
@@ -87,6 +87,28 @@ export interface Limiter {
 }
 
 /**
+ * Core-internal: what the HTTP layer's `shed` needs of the limiters it builds, to send the
+ * fleet's count and an identity's policies in one script call. Not part of the public API.
+ */
+export interface LimiterLegs {
+  /** A consume of `key` made ready to be sent ahead of another limiter's; undefined for an unknown tier. */
+  prepare(key: string, options?: ConsumeOptions): Leg | undefined;
+  /** A consume of `key` sent behind `lead`; undefined when it must go alone, through `consume`. */
+  consumeBeside(
+    lead: Leg,
+    key: string,
+    options?: ConsumeOptions,
+  ): Promise<BesideDecisions> | undefined;
+}
+
+const LEGS = Symbol('@sentinel/core limiter legs');
+
+/** The legs of a limiter `createLimiter` built. */
+export function legsOf(limiter: Limiter): LimiterLegs {
+  return (limiter as Limiter & { [LEGS]: LimiterLegs })[LEGS];
+}
+
+/**
  * Builds a limiter. Past a screen on purpose: `decide`, inside it, is the request path, and
  * reads top to bottom as the steps of one decision, each of which lives in a file of its own.
  */
@@ -102,6 +124,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const calls = new StoreCalls(store, resolved, failureMode);
   const adjustments = { plans, calls, blocks, clock, report, observers };
 
+  /** A call's cost and plan, undefined for an unknown tier; a TypeError for a call gone wrong. */
+  function checked(key: string, options: ConsumeOptions | undefined) {
+    checkKey(key);
+    const cost = options?.cost ?? 1;
+    // The default needs no check.
+    if (cost !== 1) checkPositiveInteger(cost, 'cost');
+    return { cost, compiled: plans.of(options?.tier, options?.policies) };
+  }
+
   /**
    * One consume or peek. A call the code got wrong (a key that is not a string, a bad cost, bad
    * policies of its own) rejects with a TypeError; everything else, an unknown tier included, is
@@ -109,21 +140,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
    */
   function decide(key: string, options: ConsumeOptions | undefined, apply: boolean) {
     // The plan: the call's own policies, its tier's, or the fallback.
-    const tier = options?.tier;
     let cost: number;
     let compiled: CompiledPlan | undefined;
     try {
-      checkKey(key);
-      cost = options?.cost ?? 1;
-      // The default needs no check.
-      if (cost !== 1) checkPositiveInteger(cost, 'cost');
-      compiled = plans.of(tier, options?.policies);
+      ({ cost, compiled } = checked(key, options));
     } catch (error) {
       return Promise.reject(error);
     }
     const identity = storageIdentity(key);
     if (compiled === undefined) {
-      const error = unknownTierError(tier);
+      const error = unknownTierError(options?.tier);
       report(error);
       const decision = failureMode.unknownTier(plans.fallback.plan, error);
       return Promise.resolve(observeDecision(observers, decision, identity, apply, undefined));
@@ -142,6 +168,48 @@ export function createLimiter(options: LimiterOptions): Limiter {
       blocks.remember(id, cost, clock?.() ?? Date.now(), decision);
       return decision;
     });
+  }
+
+  /**
+   * A consume sent behind another limiter's in one script call (see StoreCalls.decideBeside);
+   * undefined when it must go alone, through `consume`: a call gone wrong, an unknown tier or a
+   * refusal the block cache knows of, each answered there as ever, or calls that cannot join.
+   */
+  function consumeBeside(lead: Leg, key: string, options: ConsumeOptions | undefined) {
+    let cost: number;
+    let compiled: CompiledPlan | undefined;
+    try {
+      ({ cost, compiled } = checked(key, options));
+    } catch {
+      return undefined;
+    }
+    if (compiled === undefined) return undefined;
+    const { plan, layout } = compiled;
+    const id = blocks && blockId(plan, key);
+    if (id !== undefined && blocks?.refusal(id, cost, clock?.() ?? Date.now()) !== undefined) {
+      return undefined;
+    }
+    const request = new IdentityRequest(storageIdentity(key), layout, cost, true, clock?.());
+    const decided = calls.decideBeside(lead, request);
+    if (decided === undefined || id === undefined) return decided;
+    return decided.then((both) => {
+      if (both.own !== undefined) blocks?.remember(id, cost, clock?.() ?? Date.now(), both.own);
+      return both;
+    });
+  }
+
+  /** A consume made ready for another limiter's `consumeBeside`; a call gone wrong throws. */
+  function prepare(key: string, options: ConsumeOptions | undefined): Leg | undefined {
+    const { cost, compiled } = checked(key, options);
+    if (compiled === undefined) return undefined;
+    const request = new IdentityRequest(
+      storageIdentity(key),
+      compiled.layout,
+      cost,
+      true,
+      clock?.(),
+    );
+    return { request, calls };
   }
 
   /** A consume or a peek for several identities: its plan's i-th policy for the i-th key. */
@@ -181,7 +249,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return calls.decide(plan, new IdentityRequest(identity, layout, cost, apply, clock?.()));
   }
 
-  return {
+  const limiter: Limiter & { [LEGS]: LimiterLegs } = {
+    [LEGS]: { prepare, consumeBeside },
     consume: (key, options) => decide(key, options, true),
     consumeJointly: (keys, options) => decideJointly(keys, options, true),
     peek: (key, options) => decide(key, options, false),
@@ -199,4 +268,5 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (ownClient) await toRedisConnection(ownClient).close();
     },
   };
+  return limiter;
 }

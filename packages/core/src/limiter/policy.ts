@@ -215,17 +215,6 @@ export function resolvePlan(
       fail(option || 'policies', `has two policies named '${name}'; give them distinct names`);
     seen.add(name);
   }
-  const first = policies[0] as ResolvedPolicy;
-  const holders = policies.filter((p) => p.algorithm === 'concurrency');
-  const lease =
-    holders.length === 0
-      ? undefined
-      : Object.freeze({
-          policies: Object.freeze(holders.map((p) => p.name)),
-          ms: Math.min(...holders.map((p) => p.windowMs)),
-          slots: 1,
-        });
-  const script = policies.every((p) => p.algorithm === first.algorithm) ? first.algorithm : 'mixed';
   return {
     tier,
     policies,
@@ -235,8 +224,8 @@ export function resolvePlan(
         p.blockForMs > 0 ? [`${keySuffix(p, named[i] as boolean)}:box`] : [],
       ),
     ],
-    script,
-    lease,
+    script: scriptOf(policies),
+    lease: leaseOf(policies),
     // ARGS_PER_POLICY of them per policy.
     args: policies.flatMap((p) => [
       p.algorithm,
@@ -244,5 +233,45 @@ export function resolvePlan(
       String(p.windowMs),
       String(p.blockForMs),
     ]),
+  };
+}
+
+/** The script that runs the policies: their one algorithm's, or the one that mixes them. */
+function scriptOf(policies: readonly ResolvedPolicy[]): Plan['script'] {
+  const first = policies[0] as ResolvedPolicy;
+  return policies.every((p) => p.algorithm === first.algorithm) ? first.algorithm : 'mixed';
+}
+
+/** What an admitted consume of the policies holds: the concurrency policies' slots, if any. */
+function leaseOf(policies: readonly ResolvedPolicy[]): Plan['lease'] {
+  const holders = policies.filter((p) => p.algorithm === 'concurrency');
+  if (holders.length === 0) return undefined;
+  return Object.freeze({
+    policies: Object.freeze(holders.map((p) => p.name)),
+    ms: Math.min(...holders.map((p) => p.windowMs)),
+    slots: 1,
+  });
+}
+
+/**
+ * The plan of one script call that runs `first`'s policies and then `second`'s, each under keys
+ * of its own limiter's (see StoreCalls.decideBeside): the policies' keys in that order, then
+ * their boxes' in the same order, under `second`'s tier.
+ */
+export function joinPlans(first: Plan, second: Plan): Plan {
+  const policies = [...first.policies, ...second.policies];
+  const boxes = (plan: Plan) => plan.keySuffixes.slice(plan.policies.length);
+  return {
+    tier: second.tier,
+    policies,
+    keySuffixes: [
+      ...first.keySuffixes.slice(0, first.policies.length),
+      ...second.keySuffixes.slice(0, second.policies.length),
+      ...boxes(first),
+      ...boxes(second),
+    ],
+    script: scriptOf(policies),
+    lease: leaseOf(policies),
+    args: [...first.args, ...second.args],
   };
 }

@@ -5,11 +5,12 @@ import { type Observers, observeDecision, type StoreHealth } from '../observe/ob
 import { SentinelError } from '../shared/errors.ts';
 import type { Plan } from '../shared/plan.ts';
 import type { Decision, Store, StoreReply } from '../shared/types.ts';
-import type { IdentityRequest, LateReplyListener } from '../stores/store-keys.ts';
+import { IdentityRequest, JointLayout, type LateReplyListener } from '../stores/store-keys.ts';
 import type { CircuitBreaker, CircuitBreakers } from './circuit-breaker.ts';
 import { LimiterDecision, toDecision } from './decision.ts';
 import type { FailureMode } from './failure-mode.ts';
 import { lateReply } from './late-reply.ts';
+import { joinPlans } from './policy.ts';
 
 /** What store calls share with the rest of the limiter, resolved once. */
 export interface StoreCallSettings {
@@ -18,6 +19,37 @@ export interface StoreCallSettings {
   readonly observers: Observers | undefined;
   readonly report: (error: SentinelError) => void;
   readonly clock: (() => number) | undefined;
+}
+
+/** A consume made ready to send, and the store calls of the limiter it is for. */
+export interface Leg {
+  readonly request: IdentityRequest;
+  readonly calls: StoreCalls;
+}
+
+/** What a consume sent behind another limiter's came to: see `StoreCalls.decideBeside`. */
+export interface BesideDecisions {
+  /** The decision of the consume sent ahead. */
+  readonly lead: Decision;
+  /** This limiter's, unless the lead refused: its policies were then never asked. */
+  readonly own: Decision | undefined;
+}
+
+/** The plans of calls made beside another, by the lead's plan and then the own: built once. */
+const joinedPlans = new WeakMap<Plan, WeakMap<Plan, Plan>>();
+
+function joinedPlan(lead: Plan, own: Plan): Plan {
+  let byOwn = joinedPlans.get(lead);
+  if (byOwn === undefined) {
+    byOwn = new WeakMap();
+    joinedPlans.set(lead, byOwn);
+  }
+  let plan = byOwn.get(own);
+  if (plan === undefined) {
+    plan = joinPlans(lead, own);
+    byOwn.set(own, plan);
+  }
+  return plan;
 }
 
 export class StoreCalls {
@@ -69,6 +101,82 @@ export class StoreCalls {
   }
 
   /**
+   * A consume of this limiter's sent behind `lead`, one of another limiter's over the same data
+   * (the fleet's count of `shed`, say), in one script call: all or nothing, so that neither
+   * takes anything unless both admit. Each decision is made, observed and kept for its release
+   * as its own limiter would; this one's is left out when the lead refused, since a request
+   * refused ahead of its policies is not theirs to count. Undefined when the two cannot go
+   * together, and each must then be sent alone: keys on more than one server (a Cluster), costs
+   * that differ, or a breaker that is open and must see the calls one by one.
+   */
+  decideBeside(lead: Leg, own: IdentityRequest): Promise<BesideDecisions> | undefined {
+    const first = lead.request;
+    if (first.cost !== own.cost || (this.#store.serverOf?.(own.keys) ?? '') !== '') {
+      return undefined;
+    }
+    const leadBreaker = lead.calls.#breakerOf(first);
+    const ownBreaker = this.#breakerOf(own);
+    if (leadBreaker?.open === true || ownBreaker?.open === true) return undefined;
+    const leadPlan = first.layout.plan;
+    const ownPlan = own.layout.plan;
+    const plan = joinedPlan(leadPlan, ownPlan);
+    const perPolicy = (request: IdentityRequest, value: string) =>
+      request.layout.plan.policies.map(() => value);
+    const layout = new JointLayout(
+      [...perPolicy(first, first.layout.prefix), ...perPolicy(own, own.layout.prefix)],
+      plan,
+      [...perPolicy(first, first.identity), ...perPolicy(own, own.identity)],
+    );
+    // Spaces appear in no stored identity: the two name the call unambiguously.
+    const identity = `${first.identity} ${own.identity}`;
+    const request = new IdentityRequest(identity, layout, own.cost, true, own.now);
+    const sentAt = Date.now();
+    request.sentAt = first.sentAt = own.sentAt = sentAt;
+    // Admitted after the store gave up on it, it is given back whole, as a joint consume is.
+    request.lateListener = this.#late;
+    const startedAt = this.#settings.observers?.decision && performance.now();
+    const answered = (reply: StoreReply): BesideDecisions => {
+      leadBreaker?.success();
+      ownBreaker?.success();
+      for (const { health } of [lead.calls.#settings, this.#settings]) {
+        if (health?.anyDown) health.answered('');
+      }
+      const storeMs = startedAt === undefined ? undefined : performance.now() - startedAt;
+      const count = leadPlan.policies.length;
+      const leadPart = reply.policies.slice(0, count);
+      const leadAdmits = leadPart.every((outcome) => outcome.allowed);
+      const part = (allowed: boolean, policies: StoreReply['policies']): StoreReply =>
+        reply.at === undefined ? { allowed, policies } : { allowed, policies, at: reply.at };
+      const leadDecision = lead.calls.#decided(
+        leadPlan,
+        first,
+        part(leadAdmits, leadPart),
+        reply.allowed,
+        storeMs,
+      );
+      if (!leadAdmits) return { lead: leadDecision, own: undefined };
+      const ownPart = part(reply.allowed, reply.policies.slice(count));
+      const ownDecision = this.#decided(ownPlan, own, ownPart, reply.allowed, storeMs);
+      return { lead: leadDecision, own: ownDecision };
+    };
+    const failed = (error: unknown): BesideDecisions => {
+      const leadDecision = lead.calls.#failed(leadPlan, first, error, leadBreaker);
+      const ownDecision = leadDecision.allowed
+        ? this.#failed(ownPlan, own, error, ownBreaker)
+        : undefined;
+      return { lead: leadDecision, own: ownDecision };
+    };
+    let reply: StoreReply | Promise<StoreReply>;
+    try {
+      reply = this.#store.evaluate(request);
+    } catch (error) {
+      return Promise.resolve(failed(error));
+    }
+    if (!(reply instanceof Promise)) return Promise.resolve(answered(reply));
+    return reply.then(answered, failed);
+  }
+
+  /**
    * Sends a penalty or a refund: through the breaker (`gated`), failing with a SentinelError,
    * never degraded. A refund of a consume admitted late neither waits for the breaker nor moves
    * it: the server it goes to has just answered, an open breaker would leave the consume's cost
@@ -114,10 +222,25 @@ export class StoreCalls {
     reply: StoreReply,
   ): Decision {
     breaker?.success();
-    const { health, observers } = this.#settings;
+    const { health } = this.#settings;
     if (health?.anyDown) health.answered(this.#serverOf(request));
+    const storeMs = startedAt === undefined ? undefined : performance.now() - startedAt;
+    return this.#decided(plan, request, reply, reply.allowed, storeMs);
+  }
+
+  /**
+   * The decision a reply makes, kept for a refund and holding its slots when the store `charged`
+   * it, and told to observers when they listen.
+   */
+  #decided(
+    plan: Plan,
+    request: IdentityRequest,
+    reply: StoreReply,
+    charged: boolean,
+    storeMs: number | undefined,
+  ): Decision {
     const decision = toDecision(plan, reply);
-    if (request.apply && decision.allowed) {
+    if (request.apply && charged) {
       // The request is the charge: its keys, policies and cost, and when the store charged it.
       request.chargedAt = reply.at;
       request.left = request.cost;
@@ -127,8 +250,8 @@ export class StoreCalls {
         request.holds = true;
       }
     }
-    if (startedAt === undefined) return decision;
-    const storeMs = performance.now() - startedAt;
+    const { observers } = this.#settings;
+    if (storeMs === undefined || observers === undefined) return decision;
     return observeDecision(observers, decision, request.identity, request.apply, storeMs);
   }
 

@@ -19,8 +19,9 @@ export class KeyLayout {
   constructor(
     readonly prefix: string,
     readonly plan: Plan,
+    namespaces?: readonly string[],
   ) {
-    this.namespaces = plan.keySuffixes.map((suffix) => `${prefix}:{}${suffix}`);
+    this.namespaces = namespaces ?? plan.keySuffixes.map((suffix) => `${prefix}:{}${suffix}`);
   }
 
   keysOf(identity: string): string[] {
@@ -32,20 +33,33 @@ export class KeyLayout {
 /**
  * The keys of one consume for several identities: each policy's, and its box's, under the
  * identity given for it, as each identity's own consume of that policy would name them, so the
- * two count against one budget. Built per call: the identities are the call's.
+ * two count against one budget. Each policy's prefix is the one prefix given, or its own when
+ * the policies come from limiters with different prefixes (see StoreCalls.decideBeside). Built
+ * per call: the identities are the call's.
  */
 export class JointLayout extends KeyLayout {
   /** The identity of each key, in key order: the memory store files state by it. */
   readonly identities: readonly string[];
   readonly #keys: string[];
 
-  constructor(prefix: string, plan: Plan, perPolicy: readonly string[]) {
-    super(prefix, plan);
-    const { policies } = plan;
-    const boxed = policies.flatMap((p, i) => (p.blockForMs > 0 ? [perPolicy[i] as string] : []));
-    this.identities = [...perPolicy, ...boxed];
-    this.#keys = plan.keySuffixes.map(
-      (suffix, i) => `${prefix}:{${this.identities[i] as string}}${suffix}`,
+  constructor(prefix: string | readonly string[], plan: Plan, perPolicy: readonly string[]) {
+    const { policies, keySuffixes } = plan;
+    // Boxes' keys follow the policies' in policy order, each under its policy's prefix.
+    const boxedAt = policies.flatMap((p, i) => (p.blockForMs > 0 ? [i] : []));
+    const byPolicy = (values: readonly string[]) => [
+      ...values,
+      ...boxedAt.map((i) => values[i] as string),
+    ];
+    const prefixes = typeof prefix === 'string' ? undefined : byPolicy(prefix as readonly string[]);
+    const prefixAt = (i: number) => (prefixes === undefined ? prefix : prefixes[i]) as string;
+    super(
+      prefixAt(0),
+      plan,
+      keySuffixes.map((suffix, i) => `${prefixAt(i)}:{}${suffix}`),
+    );
+    this.identities = byPolicy(perPolicy);
+    this.#keys = keySuffixes.map(
+      (suffix, i) => `${prefixAt(i)}:{${this.identities[i] as string}}${suffix}`,
     );
   }
 
