@@ -1,9 +1,15 @@
 // Concurrency on a 3+3 Redis Cluster: exactly `concurrency` slots per identity, on whichever
-// master serves the identity's hash tag, given back by a release or with the response.
+// master serves the identity's hash tag, given back by a release or with the response; and
+// `shed`'s count of the whole fleet, whose key is on one master.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createLimiter, type Decision, type Limiter } from '../../packages/core/src/index.ts';
+import {
+  createHttpLimiter,
+  createLimiter,
+  type Decision,
+  type Limiter,
+} from '../../packages/core/src/index.ts';
 import type { RouteBody, RunningApp } from '../adapters/driver.ts';
 import { driver } from '../adapters/express.ts';
 import { CLIENTS, type ClientName, uniquePrefix } from '../harness/clients.ts';
@@ -206,4 +212,37 @@ it('lets 5 of 40 concurrent requests through an Express app on the cluster run a
   // ...and one request after another, each is admitted.
   for (let i = 0; i < 10; i++) expect((await fetch(app.url)).status).toBe(200);
   await annotate(`40 concurrent requests answered in ${ms} ms`);
+});
+
+it("sheds past the fleet's normal share on the cluster, where the fleet's slot is taken in a call of its own", async () => {
+  const redis = connectCluster('ioredis 6');
+  const errors: Error[] = [];
+  const http = createHttpLimiter({
+    redis,
+    prefix: uniquePrefix('cluster-shed'),
+    limit: 100,
+    window: '1m',
+    shed: { concurrency: 10, reserve: 0.2, critical: (req) => req.headers['x-critical'] === 'yes' },
+    onError: (error) => errors.push(error),
+  });
+  // Thirty clients, whose identities are on every master, and the fleet's key on one of them.
+  const request = (i: number, critical = false) => ({
+    headers: critical ? { 'x-critical': 'yes' } : {},
+    ip: `198.51.100.${i}`,
+  });
+  const verdicts = await Promise.all(Array.from({ length: 30 }, (_, i) => http.check(request(i))));
+  const passed = verdicts.filter((v) => v.action === 'next');
+  expect(passed).toHaveLength(8);
+  expect(passed.every((v) => v.action === 'next' && v.fleet?.lease !== undefined)).toBe(true);
+  const refused = verdicts.filter((v) => v.action === 'respond');
+  expect(refused.map((v) => v.action === 'respond' && v.status)).toEqual(Array(22).fill(503));
+  // Critical requests get the last 2 slots, and no more.
+  const reserve = await Promise.all([0, 1, 2].map((i) => http.check(request(100 + i, true))));
+  expect(reserve.map((v) => (v.action === 'respond' ? v.status : 200)).sort()).toEqual([
+    200, 200, 503,
+  ]);
+  // The identities paid only for the requests let in, and nothing failed over to a degraded mode.
+  expect((await http.limiter.peek('ip:198.51.100.0')).remaining).toBeGreaterThanOrEqual(99);
+  expect(errors).toEqual([]);
+  await http.close();
 });

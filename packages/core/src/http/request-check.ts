@@ -1,5 +1,5 @@
 // One request's check: what it counts as, the limiter's decision on it, and the verdict.
-import type { Limiter } from '../limiter/limiter.ts';
+import { type Limiter, legsOf } from '../limiter/limiter.ts';
 import type { ConsumeOptions, Decision } from '../shared/types.ts';
 import type { BanCounter } from './ban.ts';
 import { type Charge, chargeOf } from './charge.ts';
@@ -12,6 +12,16 @@ import { failedClosed, LEFT_ALONE, rejectedKey, shed, type Verdict, verdictOn } 
 
 /** What an unknown API key is counted by in shadow mode, where it may not be refused. */
 const identifyByIp = byIp() as (req: RequestLike) => Identity | null;
+
+/** A verdict that passes the request on, with the slot of the fleet's it holds, if any. */
+function withFleet(
+  verdict: Verdict | Promise<Verdict>,
+  fleet: Decision,
+): Verdict | Promise<Verdict> {
+  if (fleet.lease === undefined) return verdict;
+  if (verdict instanceof Promise) return verdict.then((found) => withFleet(found, fleet));
+  return verdict.action === 'next' ? { ...verdict, fleet } : verdict;
+}
 
 /** Refused by its limits for now: not for a cost no wait admits, nor by a failing store. */
 function refusedForNow(decision: Decision): boolean {
@@ -72,20 +82,54 @@ export class RequestChecks<Req extends RequestLike, Res> {
 
   /**
    * The verdict on a request, once its charge is known: the fleet's count first, under `shed`,
-   * then its own policies. A slot of the fleet's goes with a request passed on, to be released
-   * with its response, and is given back at once when its own policies refuse it.
+   * then its own policies, in one script call where one call can take both. A slot of the
+   * fleet's goes with a request passed on, to be released with its response.
    */
   #decide(req: Req, charge: Charge | undefined): Promise<Verdict> {
     const shedder = this.#shedder;
     if (shedder === undefined || charge === undefined) return this.#decideOwn(req, charge);
     const report = (error: unknown) => this.#report(error, req);
-    return shedder.acquire(req, report).then((fleet) => {
+    return shedder.isCritical(req, report).then((critical) => {
+      const identity = charge.identity;
+      // Shadow mode counts a request's own policies whatever the fleet's count says, and an
+      // identity counted within another takes two calls of its own: these go one by one.
+      if (this.#settings.shadow || identity === 'unauthorized' || identity?.within !== undefined) {
+        return this.#decideAfterFleet(req, charge, shedder, critical);
+      }
+      const key = identity?.key ?? 'anonymous';
+      const options = { cost: charge.cost, tier: identity?.tier, policies: identity?.policies };
+      const both = legsOf(this.#limiter).consumeBeside(shedder.leg(critical), key, options);
+      if (both === undefined) return this.#decideAfterFleet(req, charge, shedder, critical);
+      return both.then(({ lead: fleet, own }) => {
+        if (fleet.error) report(fleet.error);
+        // The fleet refused ahead of the request's own policies, which were then never asked.
+        // (A failing store never refuses it: `shed` fails open.)
+        if (own === undefined) return shed(fleet);
+        return withFleet(this.#verdictFor(req, charge.cost, key, own), fleet);
+      });
+    });
+  }
+
+  /**
+   * The fleet's count and the request's own policies one after the other, where one call cannot
+   * take both: a Cluster, whose fleet key and identity keys are in different hash slots, a cost
+   * above 1, or an identity counted within another. The fleet's slot is given back at once when
+   * the request's own policies refuse it.
+   */
+  #decideAfterFleet(
+    req: Req,
+    charge: Charge,
+    shedder: LoadShedder<Req>,
+    critical: boolean,
+  ): Promise<Verdict> {
+    const report = (error: unknown) => this.#report(error, req);
+    return shedder.acquire(critical, report).then((fleet) => {
       if (!fleet.allowed && fleet.degraded === undefined && !this.#settings.shadow) {
         return shed(fleet);
       }
       return this.#decideOwn(req, charge).then((verdict) => {
-        if (fleet.lease === undefined) return verdict;
-        if (verdict.action === 'next') return { ...verdict, fleet };
+        if (fleet.lease === undefined || verdict.action === 'next')
+          return withFleet(verdict, fleet);
         shedder.release(fleet, report);
         return verdict;
       });

@@ -1,7 +1,8 @@
 // `shed`: every request in flight across the fleet, counted under one identity in the store, so
 // that past (1 - reserve) of the capacity only critical requests are let in, up to all of it.
-import { createLimiter, type Limiter, type LimiterOptions } from '../limiter/limiter.ts';
+import { createLimiter, type Limiter, type LimiterOptions, legsOf } from '../limiter/limiter.ts';
 import { MAX_LOG_LIMIT } from '../limiter/policy.ts';
+import type { Leg } from '../limiter/store-calls.ts';
 import type { Decision, Window } from '../shared/types.ts';
 import {
   checkFunction,
@@ -90,7 +91,9 @@ export function resolveShed<Req>(value: unknown, prefix: string): ShedSettings<R
 /**
  * Counts the fleet's requests in flight with a limiter of its own over the same store, with
  * `:shed` after the prefix: one concurrency policy, whose limit is the normal share or, for a
- * critical request, all of it. Fails open: a store failure lets the request in.
+ * critical request, all of it. Its slot is taken in the same script call as the request's own
+ * policies where one call can take both (see RequestChecks), and alone, first, elsewhere. Fails
+ * open: a store failure lets the request in.
  */
 export class LoadShedder<Req> {
   readonly #settings: ShedSettings<Req>;
@@ -121,7 +124,7 @@ export class LoadShedder<Req> {
   }
 
   /** Whether `req` may use the reserve: false when `critical` throws, which is reported. */
-  async #isCritical(req: Req, report: (error: unknown) => void): Promise<boolean> {
+  async isCritical(req: Req, report: (error: unknown) => void): Promise<boolean> {
     const { critical } = this.#settings;
     if (critical === undefined) return false;
     try {
@@ -132,9 +135,13 @@ export class LoadShedder<Req> {
     }
   }
 
-  /** Takes a slot of the fleet's for `req`: the decision, which holds it if admitted. */
-  async acquire(req: Req, report: (error: unknown) => void): Promise<Decision> {
-    const critical = await this.#isCritical(req, report);
+  /** A slot of the fleet's made ready to be taken in the same script call as a request's own. */
+  leg(critical: boolean): Leg {
+    return legsOf(this.#limiter).prepare(FLEET, { tier: critical ? CRITICAL : NORMAL }) as Leg;
+  }
+
+  /** Takes a slot of the fleet's alone: the decision, which holds it if admitted. */
+  async acquire(critical: boolean, report: (error: unknown) => void): Promise<Decision> {
     const decision = await this.#limiter.consume(FLEET, { tier: critical ? CRITICAL : NORMAL });
     if (decision.error) report(decision.error);
     return decision;
