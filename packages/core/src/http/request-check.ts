@@ -112,9 +112,9 @@ export class RequestChecks<Req extends RequestLike, Res> {
 
   /**
    * The fleet's count and the request's own policies one after the other, where one call cannot
-   * take both: a Cluster, whose fleet key and identity keys are in different hash slots, a cost
-   * above 1, or an identity counted within another. The fleet's slot is given back at once when
-   * the request's own policies refuse it.
+   * take both (a Cluster, whose fleet key and identity keys are in different hash slots, a cost
+   * above 1, an identity counted within another), and in shadow mode. The fleet's slot is given
+   * back at once when the request's own policies refuse it.
    */
   #decideAfterFleet(
     req: Req,
@@ -128,10 +128,8 @@ export class RequestChecks<Req extends RequestLike, Res> {
         return shed(fleet);
       }
       return this.#decideOwn(req, charge).then((verdict) => {
-        if (fleet.lease === undefined || verdict.action === 'next')
-          return withFleet(verdict, fleet);
-        shedder.release(fleet, report);
-        return verdict;
+        if (fleet.lease !== undefined && verdict.action !== 'next') shedder.release(fleet, report);
+        return withFleet(verdict, fleet);
       });
     });
   }

@@ -91,7 +91,10 @@ export interface Limiter {
  * fleet's count and an identity's policies in one script call. Not part of the public API.
  */
 export interface LimiterLegs {
-  /** A consume of `key` made ready to be sent ahead of another limiter's; undefined for an unknown tier. */
+  /**
+   * A consume of `key` made ready to be sent ahead of another limiter's; undefined for an
+   * unknown tier. A call gone wrong throws its TypeError.
+   */
   prepare(key: string, options?: ConsumeOptions): Leg | undefined;
   /** A consume of `key` sent behind `lead`; undefined when it must go alone, through `consume`. */
   consumeBeside(
@@ -124,13 +127,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const calls = new StoreCalls(store, resolved, failureMode);
   const adjustments = { plans, calls, blocks, clock, report, observers };
 
-  /** A call's cost and plan, undefined for an unknown tier; a TypeError for a call gone wrong. */
-  function checked(key: string, options: ConsumeOptions | undefined) {
-    checkKey(key);
+  /** A call's cost: a positive integer, or a TypeError. */
+  function costOf(options: ConsumeOptions | undefined): number {
     const cost = options?.cost ?? 1;
     // The default needs no check.
     if (cost !== 1) checkPositiveInteger(cost, 'cost');
-    return { cost, compiled: plans.of(options?.tier, options?.policies) };
+    return cost;
   }
 
   /**
@@ -143,7 +145,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     let cost: number;
     let compiled: CompiledPlan | undefined;
     try {
-      ({ cost, compiled } = checked(key, options));
+      checkKey(key);
+      cost = costOf(options);
+      compiled = plans.of(options?.tier, options?.policies);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -179,7 +183,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     let cost: number;
     let compiled: CompiledPlan | undefined;
     try {
-      ({ cost, compiled } = checked(key, options));
+      checkKey(key);
+      cost = costOf(options);
+      compiled = plans.of(options?.tier, options?.policies);
     } catch {
       return undefined;
     }
@@ -200,7 +206,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** A consume made ready for another limiter's `consumeBeside`; a call gone wrong throws. */
   function prepare(key: string, options: ConsumeOptions | undefined): Leg | undefined {
-    const { cost, compiled } = checked(key, options);
+    checkKey(key);
+    const cost = costOf(options);
+    const compiled = plans.of(options?.tier, options?.policies);
     if (compiled === undefined) return undefined;
     const request = new IdentityRequest(
       storageIdentity(key),
@@ -224,8 +232,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     try {
       if (!Array.isArray(keys)) fail('keys', `must be an array of strings, got ${describe(keys)}`);
       for (const key of keys) checkKey(key);
-      cost = options?.cost ?? 1;
-      if (cost !== 1) checkPositiveInteger(cost, 'cost');
+      cost = costOf(options);
       compiled = plans.ofJoint(tier, options?.policies);
     } catch (error) {
       return Promise.reject(error);
