@@ -1,7 +1,7 @@
 // The framework-free heart of every adapter: identify, limit, and say what to answer.
-import { createLimiter, type Limiter } from '../limiter/limiter.ts';
+import { createLimiter, type Limiter, type LimiterOptions } from '../limiter/limiter.ts';
 import { SHORTHAND_FIELDS } from '../limiter/options.ts';
-import { connectOnce } from '../limiter/shared-connection.ts';
+import { connectOnce, type SharedConnection, storeOnce } from '../limiter/shared-connection.ts';
 import { createReporter } from '../observe/reporter.ts';
 import { BanCounter } from './ban.ts';
 import { type HttpLimiterOptions, type HttpSettings, resolveHttpOptions } from './http-options.ts';
@@ -63,25 +63,33 @@ export function mergeHttpLimiterOptions<Req, Res>(
 }
 
 /**
- * The identity limiter and the ban counter, over one connection: with a counter, a Redis client
- * from `redisUrl` is built here for both (see connectOnce), and closed again if the options prove
- * bad. Without one (no `ban`, or `ban: 0`, which counts nothing), the limiter builds its own.
+ * The identity limiter, the ban counter and the fleet's count, over one connection and one store:
+ * with a counter or `shed`, a Redis client from `redisUrl` is built here for all of them (see
+ * connectOnce), and one store on it (see storeOnce), both closed again if the options prove bad.
+ * Without either (no `ban`, or `ban: 0`, which counts nothing), the limiter builds its own.
  */
 function buildLimiters<Req, Res>(settings: HttpSettings<Req, Res>) {
   const { limiterOptions, ban, shed } = settings;
-  const shared =
-    ban || shed ? connectOnce(limiterOptions) : { options: limiterOptions, close: noClient };
+  const shared = Boolean(ban || shed);
+  const client = shared
+    ? connectOnce(limiterOptions)
+    : { options: limiterOptions, close: noClient };
+  let store: SharedConnection<LimiterOptions> | undefined;
+  const close = async () => {
+    await store?.close();
+    await client.close();
+  };
   try {
-    const limiter = createLimiter({ ...shared.options, onError: reportedFromTheDecision });
+    store = shared ? storeOnce(client.options) : undefined;
+    const options = store?.options ?? client.options;
+    const limiter = createLimiter({ ...options, onError: reportedFromTheDecision });
     const bans =
-      ban === undefined ? undefined : new BanCounter(ban, shared.options, reportedFromTheDecision);
+      ban === undefined ? undefined : new BanCounter(ban, options, reportedFromTheDecision);
     const shedder =
-      shed === undefined
-        ? undefined
-        : new LoadShedder<Req>(shed, shared.options, reportedFromTheDecision);
-    return { limiter, bans, shedder, connection: shared };
+      shed === undefined ? undefined : new LoadShedder<Req>(shed, options, reportedFromTheDecision);
+    return { limiter, bans, shedder, connection: { close } };
   } catch (error) {
-    void shared.close();
+    void close();
     throw error;
   }
 }

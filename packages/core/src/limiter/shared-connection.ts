@@ -2,6 +2,7 @@
 // limits, or a limiter and its ban counter, which would otherwise each open a connection.
 import { createRedisClient } from '../stores/redis/client.ts';
 import { toRedisConnection } from '../stores/redis/connection.ts';
+import { RedisStore } from '../stores/redis/redis-store.ts';
 import type { LimiterOptions } from './options.ts';
 
 /** Options with one Redis client for every limiter built from them. */
@@ -35,5 +36,31 @@ export function connectOnce<Options extends Pick<LimiterOptions, 'store' | 'redi
       closed ??= toRedisConnection(client).close();
       return closed;
     },
+  };
+}
+
+/**
+ * Options with one RedisStore on their `redis` client for every limiter built from them, rather
+ * than one per limiter: calls the limiters send in one tick then go to Redis in one batch, as
+ * the releases of a request's own slots and of the fleet's do when its response ends. Options
+ * with `store`, or without `redis`, pass as they are: the memory store is one per process, and
+ * options that name both a store and a client are refused by the limiter, by name.
+ */
+export function storeOnce(options: LimiterOptions): SharedConnection<LimiterOptions> {
+  const { store, redis, redisUrl, timeout, connectTimeout, ...rest } = options;
+  if (redis === undefined || store !== undefined || redisUrl !== undefined) {
+    return { options, close: () => Promise.resolve() };
+  }
+  // Checked here so that the error names `redis`, as the limiter's own check does.
+  toRedisConnection(redis, 'redis');
+  const shared = new RedisStore({
+    client: redis,
+    ...(timeout !== undefined && { timeout }),
+    ...(connectTimeout !== undefined && { connectTimeout }),
+  });
+  return {
+    options: { ...rest, store: shared },
+    // The client stays open: it is the caller's, or connectOnce's to close.
+    close: () => Promise.resolve(shared.close()),
   };
 }

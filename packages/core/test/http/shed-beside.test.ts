@@ -4,7 +4,7 @@ import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { connect, uniquePrefix } from '../../../../test/harness/clients.ts';
 import { scriptCallsSinceLastLook } from '../../../../test/harness/connection-checks.ts';
-import { clientOf, ownServer } from '../../../../test/harness/own-redis.ts';
+import { clientOf, ownServer, waitFor } from '../../../../test/harness/own-redis.ts';
 import type { NodeResponse } from '../../src/http/refund-by-outcome.ts';
 import {
   createHttpLimiter,
@@ -18,9 +18,10 @@ import { STORES, type StoreName } from '../stores.ts';
 const client = (ip: string) => ({ headers: {}, ip });
 
 /** A Node response that closes when told, as the adapters' raw responses do. */
-function response(): NodeResponse & { close(): void } {
+function response(state: { closed?: boolean } = {}): NodeResponse & { close(): void } {
   const emitter = new EventEmitter();
   return Object.assign(emitter, {
+    ...state,
     statusCode: 200,
     writableFinished: true,
     close() {
@@ -138,9 +139,10 @@ describe('on a Redis of its own', () => {
   it("takes the fleet's slot and the identity's policies in one script call", async () => {
     const server = await ownServer();
     const admin = clientOf(server.url);
+    const prefix = uniquePrefix('shed-one-call');
     const http = createHttpLimiter({
       redis: clientOf(server.url),
-      prefix: uniquePrefix('shed-one-call'),
+      prefix,
       policies: [
         { limit: 100, window: '1m' },
         { name: 'slots', concurrency: 5, lease: '30s' },
@@ -156,6 +158,16 @@ describe('on a Redis of its own', () => {
     // The rate policy, the identity's slot and the fleet's, all taken.
     expect(verdict.action === 'next' && verdict.decision?.lease?.policies).toEqual(['slots']);
     expect(verdict.action === 'next' && verdict.fleet?.lease?.policies).toEqual(['fleet']);
+    // Its response ends: both slots are given back, sent in one tick and so in one script call.
+    const slots = async () => {
+      const sets = (await admin.keys(`${prefix}*`)).filter((key) => !key.includes('per-'));
+      const held = await Promise.all(sets.map((key) => admin.zcard(key)));
+      return held.reduce((sum, n) => sum + n, 0);
+    };
+    expect(await slots()).toBe(4);
+    http.countByOutcome(verdict, client('198.51.100.1'), {}, response({ closed: true }));
+    await waitFor(async () => (await slots()) === 2, 5_000, 'the slots to come back');
+    expect(await calls()).toBe(1);
     // A cost above 1 takes the fleet's one slot first, in a call of its own.
     const costly = createHttpLimiter({
       redis: clientOf(server.url),
