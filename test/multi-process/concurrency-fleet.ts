@@ -21,6 +21,8 @@ export interface ServerSpec {
   lease?: string;
   /** How long /slow runs. @default 300 */
   slowMs?: number;
+  /** `shed.concurrency`, with the default reserve of 0.2. @default no shedding */
+  shed?: number;
 }
 
 export interface Server {
@@ -55,6 +57,7 @@ export async function startServer(spec: ServerSpec): Promise<Server> {
       SERVER_CONCURRENCY: String(spec.concurrency ?? 5),
       SERVER_SLOW_MS: String(spec.slowMs ?? 300),
       ...(spec.lease !== undefined && { SERVER_LEASE: spec.lease }),
+      ...(spec.shed !== undefined && { SERVER_SHED: String(spec.shed) }),
     },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });

@@ -2,9 +2,10 @@
 // on a shared Redis, whose slow handlers count themselves in Redis while they run.
 //
 // Configured by the environment (concurrency-fleet.ts sets it): SERVER_ADAPTER (express, koa or
-// fastify), REDIS_URL, SERVER_PREFIX, SERVER_CONCURRENCY, SERVER_LEASE (optional), SERVER_SLOW_MS
-// and SERVER_COUNTERS. The app is the conformance suite's (test/adapters), limited app-wide with
-// the adapter's default options but for `redisUrl`, `prefix`, `concurrency` and `lease`: every
+// fastify), REDIS_URL, SERVER_PREFIX, SERVER_CONCURRENCY, SERVER_LEASE (optional), SERVER_SLOW_MS,
+// SERVER_COUNTERS and SERVER_SHED (optional: `shed.concurrency`). The app is the conformance
+// suite's (test/adapters), limited app-wide with the adapter's default options but for `redisUrl`,
+// `prefix`, `concurrency`, `lease` and `shed` (with its default reserve of 0.2): every
 // request is identified by its client IP, so all of a test's requests are one identity. Routes,
 // all limited by the same policy:
 //
@@ -31,6 +32,7 @@ const prefix = process.env.SERVER_PREFIX ?? 'sentinel';
 const concurrency = Number(process.env.SERVER_CONCURRENCY ?? 5);
 const lease = process.env.SERVER_LEASE as HttpLimiterOptions['lease'];
 const slowMs = Number(process.env.SERVER_SLOW_MS ?? 300);
+const shed = process.env.SERVER_SHED;
 const counters = process.env.SERVER_COUNTERS ?? `${prefix}:test`;
 const HOLD_MS = 60_000;
 
@@ -62,7 +64,13 @@ async function run(ms: number): Promise<void> {
 }
 
 const app = await driver.start({
-  options: { redisUrl, prefix, concurrency, ...(lease !== undefined && { lease }) },
+  options: {
+    redisUrl,
+    prefix,
+    concurrency,
+    ...(lease !== undefined && { lease }),
+    ...(shed !== undefined && { shed: { concurrency: Number(shed) } }),
+  },
   routes: [
     { path: '/slow', work: () => run(slowMs) },
     { path: '/hold', work: () => run(HOLD_MS) },

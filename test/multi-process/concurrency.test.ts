@@ -1,6 +1,6 @@
 // Concurrency across processes: four gateways of mixed adapters on one Redis never run more than
-// `concurrency` requests of one identity at once, and a process killed holding slots holds them
-// only until their lease ends.
+// `concurrency` requests of one identity at once, nor under `shed` more than the fleet's normal
+// share of all requests, and a process killed holding slots holds them only until their lease ends.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -186,6 +186,59 @@ describe('four new gateway processes on a new Redis, beside a CPU hog', () => {
     });
     await annotate(described(run));
   }, 90_000);
+});
+
+describe('four gateway processes on one Redis with shed: { concurrency: 10 } beside concurrency: 1000', () => {
+  const redisUrl = inject('redisUrl');
+  const prefix = uniquePrefix('shed-fleet');
+  const specs = Array.from({ length: SERVERS }, (_, i) => ({
+    adapter: ADAPTERS[i % ADAPTERS.length] as (typeof ADAPTERS)[number],
+    redisUrl,
+    prefix,
+    counters: `${prefix}:handlers`,
+    concurrency: 1_000,
+    shed: 10,
+  }));
+  const running = useFleet(specs, redisUrl);
+
+  it('never runs more than 8 of 200 concurrent requests at once across them, sheds the rest with 503, and leaks no slot', async ({
+    annotate,
+  }) => {
+    const { servers } = running.fleet();
+    const redis = running.redis();
+    // The fleet's count, as its documented keys hold it: the prefix with `:shed`, one identity.
+    const fleet = createLimiter({
+      redis,
+      prefix: `${prefix}:shed`,
+      policies: { name: 'fleet', concurrency: 10 },
+      timeout: 5_000,
+    });
+    const free = async () => (await fleet.peek('fleet')).remaining;
+    try {
+      await resetHandlerCounts(redis, `${prefix}:handlers`);
+      const started = performance.now();
+      const result = await race(servers, '/slow', REQUESTS);
+      const ms = Math.round(performance.now() - started);
+      const counts = await handlerCounts(redis, `${prefix}:handlers`);
+      const { 200: admitted = 0, 503: shed = 0, ...others } = result.statuses;
+      expect(others).toEqual({});
+      expect(result.degraded).toBe(0);
+      // (1 - 0.2) × 10: the normal share, across the four processes.
+      expect(counts.most).toBeLessThanOrEqual(8);
+      expect(admitted).toBeGreaterThanOrEqual(8);
+      expect(counts.entered).toBe(admitted);
+      expect(admitted + shed).toBe(REQUESTS);
+      const refusal = result.replies.find((reply) => reply.status === 503);
+      expect(refusal?.body).toMatchObject({ status: 503, reason: 'shed' });
+      // Every slot of the fleet's comes back with its response.
+      await waitFor(async () => (await free()) === 10, 10_000, "the fleet's slots to come back");
+      await annotate(
+        `${admitted} of ${REQUESTS} admitted, at most ${counts.most} at once, race ${ms} ms`,
+      );
+    } finally {
+      await fleet.close();
+    }
+  });
 });
 
 describe('four gateway processes with concurrency: 5 and lease: 2s, one of them killed with SIGKILL holding all 5 slots', () => {
