@@ -31,10 +31,7 @@ function response(state: { closed?: boolean } = {}): NodeResponse & { close(): v
   }) as unknown as NodeResponse & { close(): void };
 }
 
-/**
- * The store options of a limiter on the named store. A Redis client is given as `redis`, as users
- * give theirs: the fleet's limiter then builds a store of its own on it.
- */
+/** The store options of a limiter on the named store: a Redis client as `redis`, as users give theirs. */
 function storeOptionsOf(name: StoreName): Partial<HttpLimiterOptions> & { store?: Store } {
   if (name === 'memory') return { store: new MemoryStore() };
   return { redis: connect(name === 'redis (ioredis 6)' ? 'ioredis 6' : 'ioredis 5') };
@@ -160,7 +157,7 @@ describe('on a Redis of its own', () => {
     expect(verdict.action === 'next' && verdict.fleet?.lease?.policies).toEqual(['fleet']);
     // Its response ends: both slots are given back, sent in one tick and so in one script call.
     const slots = async () => {
-      const sets = (await admin.keys(`${prefix}*`)).filter((key) => !key.includes('per-'));
+      const sets = (await admin.keys(`${prefix}*`)).filter((key) => key.endsWith(':concurrency'));
       const held = await Promise.all(sets.map((key) => admin.zcard(key)));
       return held.reduce((sum, n) => sum + n, 0);
     };
@@ -184,7 +181,7 @@ describe('on a Redis of its own', () => {
     await Promise.all([http.close(), costly.close()]);
   });
 
-  it('lets requests in within the deadline when Redis stops answering, one wait for both', async () => {
+  it('lets requests in when Redis stops answering, after one failed call for both counts', async () => {
     const server = await ownServer();
     const errors: Error[] = [];
     const http = createHttpLimiter({
@@ -203,10 +200,11 @@ describe('on a Redis of its own', () => {
     expect(verdict.action).toBe('next');
     expect(verdict.action === 'next' && verdict.decision?.degraded).toBe('allow');
     expect(verdict.action === 'next' && verdict.fleet).toBeUndefined();
-    // Two deadlines of 50 ms would be the two calls' one after the other; ten times that is
-    // the bound that holds on a loaded machine.
+    // The deadline is 50 ms: 1 s catches a hang, not a slow machine.
     expect(took).toBeLessThan(1_000);
-    expect(errors.length).toBeGreaterThan(0);
+    // One call failed, and both decisions carry its error: each is reported once.
+    expect(errors).toHaveLength(2);
+    expect(errors[0]).toBe(errors[1]);
     server.resume();
     await http.close();
   });
