@@ -135,6 +135,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return cost;
   }
 
+  /** The cost of a call for one key, once the key and the cost are checked. */
+  function checkedCost(key: string, options: ConsumeOptions | undefined): number {
+    checkKey(key);
+    return costOf(options);
+  }
+
   /**
    * One consume or peek. A call the code got wrong (a key that is not a string, a bad cost, bad
    * policies of its own) rejects with a TypeError; everything else, an unknown tier included, is
@@ -145,8 +151,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     let cost: number;
     let compiled: CompiledPlan | undefined;
     try {
-      checkKey(key);
-      cost = costOf(options);
+      cost = checkedCost(key, options);
       compiled = plans.of(options?.tier, options?.policies);
     } catch (error) {
       return Promise.reject(error);
@@ -183,8 +188,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     let cost: number;
     let compiled: CompiledPlan | undefined;
     try {
-      checkKey(key);
-      cost = costOf(options);
+      cost = checkedCost(key, options);
       compiled = plans.of(options?.tier, options?.policies);
     } catch {
       return undefined;
@@ -206,8 +210,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** A consume made ready for another limiter's `consumeBeside`; a call gone wrong throws. */
   function prepare(key: string, options: ConsumeOptions | undefined): Leg | undefined {
-    checkKey(key);
-    const cost = costOf(options);
+    const cost = checkedCost(key, options);
     const compiled = plans.of(options?.tier, options?.policies);
     if (compiled === undefined) return undefined;
     const request = new IdentityRequest(
