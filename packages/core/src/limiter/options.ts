@@ -356,7 +356,8 @@ export function resolveStore(options: LimiterOptions): {
   return { store: acquireSharedMemory(), owned: true };
 }
 
-function redisStore(
+/** A RedisStore on `client` with the limiter's `timeout` and `connectTimeout`, where given. */
+export function redisStore(
   client: RedisClient,
   timeout: number | undefined,
   connectTimeout: number | undefined,

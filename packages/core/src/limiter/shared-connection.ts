@@ -2,8 +2,7 @@
 // limits, or a limiter and its ban counter, which would otherwise each open a connection.
 import { createRedisClient } from '../stores/redis/client.ts';
 import { toRedisConnection } from '../stores/redis/connection.ts';
-import { RedisStore } from '../stores/redis/redis-store.ts';
-import type { LimiterOptions } from './options.ts';
+import { type LimiterOptions, redisStore } from './options.ts';
 
 /** Options with one Redis client for every limiter built from them. */
 export interface SharedConnection<Options> {
@@ -53,11 +52,7 @@ export function storeOnce(options: LimiterOptions): SharedConnection<LimiterOpti
   }
   // Checked here so that the error names `redis`, as the limiter's own check does.
   toRedisConnection(redis, 'redis');
-  const shared = new RedisStore({
-    client: redis,
-    ...(timeout !== undefined && { timeout }),
-    ...(connectTimeout !== undefined && { connectTimeout }),
-  });
+  const shared = redisStore(redis, timeout, connectTimeout);
   return {
     options: { ...rest, store: shared },
     // The client stays open: it is the caller's, or connectOnce's to close.
