@@ -27,9 +27,10 @@ export interface GatewaySpec {
 }
 
 /**
- * A running gateway. Routes: `/<algorithm>` (Redis TIME), `/client-clock/<algorithm>` (the
- * process's own clock, a comparison only), `/multi` (MULTI_POLICIES), `/naive` (read, decide in
- * JS, write back) and `/clock` (`{ now }`, the process's Date.now()). Requests are identified by
+ * A running gateway. Routes: `/<algorithm>` (Redis TIME), `/multi` (MULTI_POLICIES), and for
+ * comparison only `/naive` (read, decide in JS, write back), `/gateway-clock/token-bucket` and
+ * `/gateway-clock/fixed-window` (atomic, on the process's own clock, as the original design's
+ * script), and `/clock` (`{ now }`, the process's Date.now()). Requests are identified by
  * their `x-tenant-id` header; each route keeps its own budget. Sentinel's routes admit with
  * `{ ok: true, degraded }`, where `degraded` is the decision's, or null.
  */

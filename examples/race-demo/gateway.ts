@@ -3,8 +3,8 @@
 // Configured by the environment (fleet.ts sets it): GATEWAY_ADAPTER, REDIS_URL, GATEWAY_PREFIX,
 // GATEWAY_LIMIT, GATEWAY_WINDOW and SKEW_MS. SKEW_MS simulates a gateway whose clock is off by
 // that many milliseconds: its `/<algorithm>` routes still share the limit exactly with the other
-// gateways, which shows that Sentinel decides on Redis's clock, while its `/client-clock/...`
-// routes, on this process's clock, do not. The process reports `{ port }` over IPC once it
+// gateways, which shows that Sentinel decides on Redis's clock, while its `/gateway-clock/...`
+// routes, atomic scripts on this process's clock, do not. The process reports `{ port }` over IPC once it
 // listens, and shuts down when the parent disconnects, including when the parent dies.
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,10 +18,17 @@ if (skewMs !== 0) {
   Date.now = () => realNow() + skewMs;
 }
 
-const [{ Redis }, core, { naiveTokenBucket }, { MULTI_POLICIES }] = await Promise.all([
+const [
+  { Redis },
+  core,
+  { naiveTokenBucket },
+  { GATEWAY_CLOCK_ALGORITHMS, gatewayClockLimiters },
+  { MULTI_POLICIES },
+] = await Promise.all([
   import('ioredis'),
   import('@sentinel/core'),
   import('./naive-limiter.ts'),
+  import('./gateway-clock-limiter.ts'),
   import('./fleet.ts'),
 ]);
 
@@ -48,10 +55,7 @@ await new Promise<void>((resolve, reject) => {
 
 /** Options every limited route shares: Sentinel's defaults, as a user would deploy them. */
 const base = { redis, prefix, identify: core.byHeader('x-tenant-id', { trusted: true }) };
-type RouteOptions = Pick<
-  LimiterOptions,
-  'algorithm' | 'limit' | 'window' | 'policies' | 'clock'
-> & {
+type RouteOptions = Pick<LimiterOptions, 'algorithm' | 'limit' | 'window' | 'policies'> & {
   group: string;
 };
 /** GET path → limits. Each route has its own group, so routes never share a budget. */
@@ -59,17 +63,6 @@ const routes: Array<{ path: string; options: RouteOptions }> = [
   ...core.ALGORITHMS.map((algorithm) => ({
     path: `/${algorithm}`,
     options: { group: algorithm, algorithm, limit, window },
-  })),
-  // A documented comparison, not a supported mode: each process's own (skewed) clock.
-  ...core.ALGORITHMS.map((algorithm) => ({
-    path: `/client-clock/${algorithm}`,
-    options: {
-      group: `client-clock.${algorithm}`,
-      algorithm,
-      limit,
-      window,
-      clock: () => Date.now(),
-    },
   })),
   { path: '/multi', options: { group: 'multi', policies: MULTI_POLICIES } },
 ];
@@ -82,11 +75,23 @@ function admitted(decision: Decision | null | undefined) {
   return { ok: true, degraded: decision?.degraded ?? null };
 }
 
-const naive = naiveTokenBucket(redis, limit, windowMs);
-/** The read-decide-write limiter on the same Redis: 200 or 429. */
-async function naiveStatus(tenant: unknown): Promise<200 | 429> {
-  const key = `${prefix}:naive:{${String(tenant)}}`;
-  const allowed = await naive(key);
+const gatewayClock = gatewayClockLimiters(redis, limit, windowMs);
+/**
+ * The comparisons on the same Redis, by path: `/naive` reads, decides in JavaScript and writes
+ * back; `/gateway-clock/<algorithm>` decides atomically on this process's clock.
+ */
+const comparisons = new Map<string, (key: string) => Promise<boolean>>([
+  ['/naive', naiveTokenBucket(redis, limit, windowMs)],
+  ...GATEWAY_CLOCK_ALGORITHMS.map(
+    (algorithm) => [`/gateway-clock/${algorithm}`, gatewayClock[algorithm]] as const,
+  ),
+]);
+/** A comparison's answer for a tenant: 200 or 429. */
+async function comparisonStatus(path: string, tenant: unknown): Promise<200 | 429> {
+  const consume = comparisons.get(path);
+  if (consume === undefined) throw new Error(`no comparison at ${path}`);
+  const key = `${prefix}:${path.slice(1)}:{${String(tenant)}}`;
+  const allowed = await consume(key);
   // The naive limiter sets no TTL; keep the demo's keys from outliving it on a user's Redis.
   redis.pexpire(key, windowMs).catch(() => {});
   return allowed ? 200 : 429;
@@ -126,9 +131,11 @@ async function express(): Promise<Running> {
     app.get(path, middleware, (req, res) => void res.json(admitted(req.rateLimit)));
     return middleware;
   });
-  app.get('/naive', async (req, res) => {
-    res.status(await naiveStatus(req.headers['x-tenant-id'])).json({});
-  });
+  for (const path of comparisons.keys()) {
+    app.get(path, async (req, res) => {
+      res.status(await comparisonStatus(path, req.headers['x-tenant-id'])).json({});
+    });
+  }
   app.get('/clock', (_req, res) => void res.json(clock()));
   const served = await serve(app);
   return {
@@ -156,8 +163,8 @@ async function koa(): Promise<Running> {
         ctx.body = admitted(ctx.state.rateLimit);
       });
     }
-    if (ctx.path === '/naive') {
-      ctx.status = await naiveStatus(ctx.get('x-tenant-id'));
+    if (comparisons.has(ctx.path)) {
+      ctx.status = await comparisonStatus(ctx.path, ctx.get('x-tenant-id'));
       ctx.body = {};
     } else if (ctx.path === '/clock') ctx.body = clock();
   });
@@ -183,10 +190,12 @@ async function fastify(): Promise<Running> {
       admitted(request.rateLimit),
     );
   }
-  app.get('/naive', async (request, reply) => {
-    reply.code(await naiveStatus(request.headers['x-tenant-id']));
-    return {};
-  });
+  for (const path of comparisons.keys()) {
+    app.get(path, async (request, reply) => {
+      reply.code(await comparisonStatus(path, request.headers['x-tenant-id']));
+      return {};
+    });
+  }
   app.get('/clock', async () => clock());
   await app.listen({ host: '127.0.0.1', port: 0 });
   return { port: (app.server.address() as AddressInfo).port, close: () => app.close() };

@@ -87,18 +87,18 @@ describe('four gateways with clocks skewed by -30 s, 0, +30 s and +30 s', () => 
     expect(run.admitted + (run.statuses[429] ?? 0)).toBe(SKEWS_MS.length * WAVE);
   });
 
-  // A documented comparison, not a supported mode: the same routes with the limiter option
-  // `clock: () => Date.now()`, so that each script runs on its gateway's skewed clock.
-  describe('comparison: the same limiters on each process clock', () => {
+  // The comparison that shows the skew would show: atomic scripts that take each gateway's
+  // skewed clock, as the original design's did (examples/race-demo/gateway-clock-limiter.ts).
+  describe('comparison: atomic limiters on each process clock', () => {
     it('admits at least twice the limit in a 1-minute fixed window', async () => {
       // The -30 s and +30 s clocks are always one window apart: the later one starts afresh.
-      const run = await waves('/client-clock/fixed-window');
+      const run = await waves('/gateway-clock/fixed-window');
       expect(run.admitted).toBeGreaterThanOrEqual(2 * LIMIT);
     });
 
     it('admits at least twice the limit from a 100-per-minute token bucket', async () => {
       // Each step from -30 s to 0 and from 0 to +30 s looks like 30 s of refill: 50 tokens.
-      const run = await waves('/client-clock/token-bucket');
+      const run = await waves('/gateway-clock/token-bucket');
       expect(run.admitted).toBeGreaterThanOrEqual(2 * LIMIT);
     });
   });
