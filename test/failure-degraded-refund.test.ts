@@ -9,9 +9,11 @@ import {
   createLimiter,
   type Decision,
   type LimiterOptions,
+  RedisStore,
   type SentinelError,
   type StoreErrorMode,
 } from '../packages/core/src/index.ts';
+import { runScriptsOn } from '../packages/core/src/stores/redis/script-clock.ts';
 import { connect, uniquePrefix } from './harness/clients.ts';
 import { holdReplies } from './harness/late-reply.ts';
 import { keySlot, type RedisCluster, startCluster } from './harness/redis-cluster.ts';
@@ -82,7 +84,7 @@ interface Case {
   readonly algorithm: Algorithm;
   /** `onStoreError`; 'allow' by default. */
   readonly mode?: StoreErrorMode;
-  /** A caller's clock makes every call go alone rather than in a batch. */
+  /** Scripts run on a test's clock (script-clock.ts), which sends every call alone. */
   readonly alone?: boolean;
 }
 
@@ -99,8 +101,18 @@ async function pauseUnderLoad(topology: Topology, test: Case, round: number): Pr
   const errors: SentinelError[] = [];
   let refunds = 0;
   let refundErrors = 0;
+  /** The store: with `alone`, one whose scripts run on this process's clock. */
+  const storeOf = (timeout?: number) =>
+    alone
+      ? {
+          store: runScriptsOn(
+            new RedisStore({ client: topology.client, ...(timeout && { timeout }) }),
+            Date.now,
+          ),
+        }
+      : { redis: topology.client, ...(timeout && { timeout }) };
   const options: LimiterOptions = {
-    redis: topology.client,
+    ...storeOf(),
     prefix,
     limit,
     window: WINDOW,
@@ -113,11 +125,10 @@ async function pauseUnderLoad(topology: Topology, test: Case, round: number): Pr
       },
     },
     ...(mode && { onStoreError: mode }),
-    ...(alone && { clock: () => Date.now() }),
   };
   const limiter = createLimiter(options);
   // Reads what Redis holds, patiently: no deadline or breaker between it and the answer.
-  const checker = createLimiter({ ...options, timeout: 10_000, breaker: false });
+  const checker = createLimiter({ ...options, ...storeOf(10_000), breaker: false });
   const server = await topology.serverOf(identity);
   let running = true;
   try {

@@ -1,5 +1,6 @@
 // Every adapter takes a policy's fields at the top level, and names a misspelt option of its own.
 import { describe, expect, it } from 'vitest';
+import { MemoryStore } from '../../packages/core/src/index.ts';
 import { manualClock } from '../../packages/core/test/stores.ts';
 import * as express from '../../packages/express/src/index.ts';
 import { express5, serve as serveExpress } from '../../packages/express/test/apps.ts';
@@ -53,15 +54,13 @@ describe("a policy's fields at the top level", () => {
   it.each(NAMES)('name the policy and box the client on %s, as in `policies`', async (name) => {
     // A clock of the test's own: both requests in one window, however slow the machine.
     const clock = manualClock();
-    // A prefix per adapter: without a store, all three count in the process's one memory store.
     const app = await APPS[name]({
       name: 'login',
       limit: 1,
       window: '1s',
       blockFor: '10m',
       algorithm: 'fixed-window',
-      prefix: `shorthand-${name}`,
-      clock: clock.now,
+      store: new MemoryStore({ clock: clock.now }),
     });
     try {
       expect((await fetch(app.url)).status).toBe(200);
@@ -104,6 +103,15 @@ describe('a Redis deadline without Redis', () => {
       }
     },
   );
+});
+
+describe('a clock given to the adapter', () => {
+  // A gateway's clock must never stand in for Redis's: only a memory store takes one.
+  it.each(NAMES)('is refused on %s, saying where a test clock goes', async (name) => {
+    expect(await failure(name, { limit: 1, window: '1m', clock: Date.now })).toBe(
+      "@sentinel/core: `clock` belongs to the memory store, for tests: `store: new MemoryStore({ clock })`. A Redis store decides on Redis's clock alone",
+    );
+  });
 });
 
 describe('a misspelt option of the adapter itself', () => {

@@ -2,7 +2,8 @@
 import { connect as connectSocket } from 'node:net';
 import type { Redis } from 'ioredis';
 import { afterEach, describe } from 'vitest';
-import { type HttpLimiterOptions, MemoryStore } from '../../packages/core/src/index.ts';
+import { type HttpLimiterOptions, MemoryStore, RedisStore } from '../../packages/core/src/index.ts';
+import { runScriptsOn } from '../../packages/core/src/stores/redis/script-clock.ts';
 import type { AdapterDriver, AppSpec, RouteBody } from '../adapters/driver.ts';
 import { driver as express } from '../adapters/express.ts';
 import { driver as fastify } from '../adapters/fastify.ts';
@@ -34,18 +35,27 @@ afterEach(async () => {
 
 /**
  * A fresh store. The memory store is one instance the app's limiters share, as a user would pass
- * it, so that groups and per-route limiters can meet. Redis gets a generous deadline: these
- * scenarios are about behaviour, and the failure scenarios have their own server.
+ * it, so that groups and per-route limiters can meet. With `clock`, the store decides on it: the
+ * memory store's own option, and for Redis the seam only this repository's tests reach
+ * (script-clock.ts), so that both stores answer the same times. `timeout` is Redis's deadline.
  */
-export function useStore(name: StoreName): StoreSetup {
+export function useStore(
+  name: StoreName,
+  { clock, timeout }: { clock?: () => number; timeout?: number } = {},
+): StoreSetup {
   const prefix = uniquePrefix('conformance');
   if (name === 'memory') {
-    const store = new MemoryStore();
+    const store = new MemoryStore(clock === undefined ? {} : { clock });
     stores.push(store);
     return { options: { store, prefix }, prefix };
   }
   client ??= connect();
-  return { options: { redis: client, prefix }, prefix, redis: client };
+  const deadline = timeout === undefined ? {} : { timeout };
+  if (clock === undefined) {
+    return { options: { redis: client, prefix, ...deadline }, prefix, redis: client };
+  }
+  const store = runScriptsOn(new RedisStore({ client, ...deadline }), clock);
+  return { options: { store, prefix }, prefix, redis: client };
 }
 
 /** The Redis client of a Redis store setup. */

@@ -27,7 +27,7 @@ async function seventh(
 ): Promise<Reply> {
   const clock = manualClock(START);
   const app = await startApp(driver, {
-    options: { ...useStore(storeName).options, policies: FREE, clock: clock.now, ...extra },
+    options: { ...useStore(storeName, { clock: clock.now }).options, policies: FREE, ...extra },
   });
   const replies = await getMany(app, 7);
   expect(replies.map((r) => r.status)).toEqual(Array(7).fill(200));
@@ -127,7 +127,7 @@ conformance((driver, storeName) => {
   it('reports an exhausted policy on the 429 itself', async () => {
     const clock = manualClock();
     const app = await startApp(driver, {
-      options: { ...useStore(storeName).options, policies: FREE, clock: clock.now },
+      options: { ...useStore(storeName, { clock: clock.now }).options, policies: FREE },
     });
     const replies = await getMany(app, 11);
     const refused = replies[10] as Reply;
@@ -165,8 +165,7 @@ conformance((driver, storeName) => {
     const clock = manualClock();
     const app = await startApp(driver, {
       options: {
-        ...useStore(storeName).options,
-        clock: clock.now,
+        ...useStore(storeName, { clock: clock.now }).options,
         tiers: {
           'Pro.Plan_2': [
             { name: 'pro-minute', limit: 100, window: '1m' },

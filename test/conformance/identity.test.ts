@@ -46,9 +46,8 @@ async function tieredApp(
   const lookup = async (key: string) => KEYS[key] ?? null;
   return startApp(driver, {
     options: {
-      ...useStore(storeName).options,
       // A clock that stands still: no token refills between requests on a slow machine.
-      clock: manualClock().now,
+      ...useStore(storeName, { clock: manualClock().now }).options,
       tiers: TIERS,
       identify: chain(byApiKey({ lookup, unknownKey }), byIp()),
     },
@@ -157,7 +156,11 @@ conformance((driver, storeName) => {
 
   it('makes two IPv6 addresses in one /56 share a budget, and another /56 not', async () => {
     const app = await startApp(driver, {
-      options: { ...useStore(storeName).options, limit: 3, window: '1m', clock: manualClock().now },
+      options: {
+        ...useStore(storeName, { clock: manualClock().now }).options,
+        limit: 3,
+        window: '1m',
+      },
     });
     const statuses: number[] = [];
     for (const ip of [
@@ -176,7 +179,11 @@ conformance((driver, storeName) => {
 
   it('ignores X-Forwarded-For when the proxy is not trusted', async () => {
     const app = await startApp(driver, {
-      options: { ...useStore(storeName).options, limit: 2, window: '1m', clock: manualClock().now },
+      options: {
+        ...useStore(storeName, { clock: manualClock().now }).options,
+        limit: 2,
+        window: '1m',
+      },
       trustProxy: false,
     });
     // Each request claims another address; all come from the same socket peer.
@@ -189,7 +196,11 @@ conformance((driver, storeName) => {
 
   it('counts an IPv4-mapped IPv6 address as its IPv4 address', async () => {
     const app = await startApp(driver, {
-      options: { ...useStore(storeName).options, limit: 2, window: '1m', clock: manualClock().now },
+      options: {
+        ...useStore(storeName, { clock: manualClock().now }).options,
+        limit: 2,
+        window: '1m',
+      },
     });
     expect((await app.get('/', from('::ffff:198.51.100.20'))).status).toBe(200);
     expect((await app.get('/', from('198.51.100.20'))).status).toBe(200);

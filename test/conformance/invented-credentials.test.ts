@@ -24,13 +24,11 @@ async function appWith(
   trustProxy?: boolean | 'loopback',
 ): Promise<App> {
   const options: HttpLimiterOptions = {
-    ...useStore(storeName).options,
     // Who is counted is the question here, not a slow Redis: a deadline a loaded machine cannot
     // miss keeps fail-open answers out of the counts (the failure suites cover those).
-    ...(storeName === 'redis' && { timeout: 1000 }),
+    ...useStore(storeName, { clock: manualClock().now, timeout: 1000 }).options,
     limit: 10,
     window: '1m',
-    clock: manualClock().now,
   };
   if (identify !== undefined) options.identify = identify;
   return startApp(driver, trustProxy === undefined ? { options } : { options, trustProxy });

@@ -36,10 +36,10 @@ conformance((driver, storeName) => {
   });
 
   it('exposes to the route the decision its headers describe', async () => {
-    const { options } = useStore(storeName);
     const clock = manualClock();
+    const { options } = useStore(storeName, { clock: clock.now });
     const app = await startApp(driver, {
-      options: { ...options, limit: 5, window: '1m', clock: clock.now },
+      options: { ...options, limit: 5, window: '1m' },
     });
     for (const remaining of [4, 3]) {
       const reply = await app.get();
@@ -90,10 +90,10 @@ conformance((driver, storeName) => {
   });
 
   it('draws a fixed cost from the budget and refuses what no longer fits', async () => {
-    const { options } = useStore(storeName);
     const clock = manualClock();
+    const { options } = useStore(storeName, { clock: clock.now });
     const app = await startApp(driver, {
-      options: { ...options, limit: 10, window: '1m', clock: clock.now },
+      options: { ...options, limit: 10, window: '1m' },
       routes: [{ path: '/export', rateLimit: { cost: 4 } }],
     });
     const exports = await getMany(app, 3, '/export');
@@ -108,11 +108,11 @@ conformance((driver, storeName) => {
   });
 
   it('draws the cost a function computes from the request', async () => {
-    const { options } = useStore(storeName);
     const clock = manualClock();
+    const { options } = useStore(storeName, { clock: clock.now });
     const cost = (req: RequestLike) => Number(req.headers['x-cost'] ?? 1);
     const app = await startApp(driver, {
-      options: { ...options, limit: 10, window: '1m', clock: clock.now, cost },
+      options: { ...options, limit: 10, window: '1m', cost },
     });
     const five = await app.get('/', { 'x-cost': '5' });
     const three = await app.get('/', { 'x-cost': '3' });
@@ -123,7 +123,7 @@ conformance((driver, storeName) => {
   });
 
   it('refuses a cost over a limit for good: 403, no Retry-After, a problem naming both numbers', async () => {
-    const { options } = useStore(storeName);
+    const { options } = useStore(storeName, { clock: manualClock().now });
     const limited: number[] = [];
     const app = await startApp(driver, {
       options: {
@@ -132,7 +132,6 @@ conformance((driver, storeName) => {
           { name: 'free-minute', limit: 10, window: '1m' },
           { name: 'free-burst', limit: 3, window: '1s' },
         ],
-        clock: manualClock().now,
         onLimited: (_req, decision) => limited.push(decision.retryAfterMs),
       },
       routes: [{ path: '/export', rateLimit: { cost: 5 } }],

@@ -102,10 +102,9 @@ conformance((driver, storeName) => {
     const limited: Array<string | undefined> = [];
     const app = await startApp(driver, {
       options: {
-        ...useStore(storeName).options,
+        ...useStore(storeName, { clock: manualClock().now }).options,
         limit: 2,
         window: '1m',
-        clock: manualClock().now,
         mode: 'shadow',
         onLimited: (req) => limited.push(probe(req)),
       },

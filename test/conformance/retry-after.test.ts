@@ -65,7 +65,7 @@ async function appWith(
   options: Partial<HttpLimiterOptions>,
 ): Promise<App> {
   return startApp(driver, {
-    options: { ...useStore(storeName).options, clock: clock.now, ...options },
+    options: { ...useStore(storeName, { clock: clock.now }).options, ...options },
   });
 }
 

@@ -5,8 +5,10 @@ import {
   createLimiter,
   type Limiter,
   type LimiterOptions,
+  RedisStore,
   type SentinelError,
 } from '../../packages/core/src/index.ts';
+import { runScriptsOn } from '../../packages/core/src/stores/redis/script-clock.ts';
 import { connect, uniquePrefix } from './clients.ts';
 import { type RedisProcess, startRedis } from './redis-server.ts';
 import { waitFor } from './wait-for.ts';
@@ -94,12 +96,18 @@ export async function timed<T>(promise: Promise<T>): Promise<{ value: T; ms: num
 /**
  * A limiter on `client` that records its errors, closed after the test: 10 a day unless
  * `options` say otherwise. A day-long window: no refill or window change blurs exact counts.
+ * With `clock`, the scripts run on it instead of Redis's (see script-clock.ts), each call alone.
  */
-export function limiterOn(client: Redis, options: Partial<LimiterOptions> = {}) {
+export function limiterOn(
+  client: Redis,
+  { clock, ...options }: Partial<LimiterOptions> & { clock?: () => number } = {},
+) {
   const errors: SentinelError[] = [];
   const prefix = uniquePrefix('failure');
   const limiter = createLimiter({
-    redis: client,
+    ...(clock === undefined
+      ? { redis: client }
+      : { store: runScriptsOn(new RedisStore({ client }), clock) }),
     prefix,
     limit: 10,
     window: '1d',

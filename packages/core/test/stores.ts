@@ -8,7 +8,9 @@ import {
   type LimiterOptions,
   MemoryStore,
   RedisStore,
+  type Store,
 } from '../src/index.ts';
+import { runScriptsOn } from '../src/stores/redis/script-clock.ts';
 
 export const STORES = ['memory', 'redis (ioredis 6)', 'redis (ioredis 5)'] as const;
 export type StoreName = (typeof STORES)[number];
@@ -29,24 +31,33 @@ export function manualClock(start = Date.UTC(2026, 0, 1)) {
 
 export type Clock = ReturnType<typeof manualClock>;
 
+/** A limiter's options in these tests: `clock`, if given, is its store's. */
+export type TestLimiterOptions = Omit<LimiterOptions, 'store' | 'redis'> & {
+  clock?: () => number;
+};
+
+/**
+ * A new store of the named kind. With `clock`, a memory store decides on it, as a user's test
+ * would make one; a Redis store runs its scripts on it through the seam only this repository's
+ * tests reach (script-clock.ts), so that the scripts are checked at the times a test steps to.
+ */
+export function storeOn(name: StoreName, clock?: () => number): Store {
+  if (name === 'memory') return new MemoryStore(clock === undefined ? {} : { clock });
+  const store = new RedisStore({
+    client: connect(name === 'redis (ioredis 6)' ? 'ioredis 6' : 'ioredis 5'),
+  });
+  return clock === undefined ? store : runScriptsOn(store, clock);
+}
+
 /**
  * A limiter on the named store, with a prefix of its own and default options. Any store error
  * fails the test instead of degrading quietly; the deadline has suites of its own.
  */
-export function limiterOn(
-  name: StoreName,
-  options: Omit<LimiterOptions, 'store' | 'redis'>,
-): Limiter {
-  const store =
-    name === 'memory'
-      ? new MemoryStore()
-      : new RedisStore({
-          client: connect(name === 'redis (ioredis 6)' ? 'ioredis 6' : 'ioredis 5'),
-        });
+export function limiterOn(name: StoreName, { clock, ...options }: TestLimiterOptions): Limiter {
   return createLimiter({
     prefix: uniquePrefix('semantics'),
     onError: failOnError,
     ...options,
-    store,
+    store: storeOn(name, clock),
   });
 }

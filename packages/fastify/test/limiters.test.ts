@@ -1,5 +1,5 @@
 // app.sentinel: the plugin's own limiters, read and reset in the very budgets its routes count against.
-import type { Limiter } from '@sentinel/core';
+import { type Limiter, MemoryStore } from '@sentinel/core';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { uniquePrefix } from '../../../test/harness/clients.ts';
 import { type SentinelLimiters, sentinel } from '../src/index.ts';
@@ -8,7 +8,7 @@ import { answer, app, statuses } from './apps.ts';
 const clock = () => Date.UTC(2026, 0, 1);
 /** 3 a minute on a prefix of the test's own; a still clock, so nothing refills meanwhile. */
 const three = () => ({
-  clock,
+  store: new MemoryStore({ clock }),
   prefix: uniquePrefix('fastify-limiters'),
   limit: 3,
   window: '1m' as const,

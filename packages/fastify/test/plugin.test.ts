@@ -1,5 +1,5 @@
 // The plugin through app.inject: headers, the 429 problem, route config, decorators, handler and hook.
-import { QUOTA_EXCEEDED } from '@sentinel/core';
+import { MemoryStore, QUOTA_EXCEEDED } from '@sentinel/core';
 import { describe, expect, it } from 'vitest';
 import { uniquePrefix } from '../../../test/harness/clients.ts';
 import { byApiKey, sentinel } from '../src/index.ts';
@@ -7,10 +7,10 @@ import { answer, app, statuses } from './apps.ts';
 
 const clock = () => Date.UTC(2026, 0, 1);
 /**
- * 2 a minute on a prefix of the test's own, since limiters without a store share the process's
- * memory store. A still clock makes every header exact: nothing refills between two requests.
+ * 2 a minute on a store and prefix of the test's own. A still clock makes every header exact:
+ * nothing refills between two requests.
  */
-const fresh = () => ({ clock, prefix: uniquePrefix('fastify') });
+const fresh = () => ({ store: new MemoryStore({ clock }), prefix: uniquePrefix('fastify') });
 const two = () => ({ ...fresh(), limit: 2, window: '1m' as const });
 
 describe('a limited route', () => {

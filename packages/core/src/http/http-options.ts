@@ -135,7 +135,7 @@ export interface HttpSettings<Req, Res = unknown> extends OutcomeSettings<Req, R
   shadow: boolean;
   /** Failures before a decision answer 503, as store failures do. */
   failClosed: boolean;
-  /** The limiter's clock, for header times. */
+  /** The store's clock, for the times headers state. */
   now: () => number;
   /** Refusals answered 429 before the 403s; undefined without `ban`. */
   ban: number | undefined;
@@ -206,7 +206,8 @@ export function resolveHttpOptions<Req extends RequestLike, Res>(
     allowList !== undefined && (!Array.isArray(allowList) || allowList.length > 0)
       ? ipMatcher(allowList, 'allowList')
       : undefined;
-  const { clock } = limiterOptions;
+  // A memory store's clock, for tests; Redis's clock never reaches this process's headers.
+  const clock = limiterOptions.store?.clock;
   return {
     identify,
     formats,
@@ -217,7 +218,7 @@ export function resolveHttpOptions<Req extends RequestLike, Res>(
     onError,
     shadow: mode === 'shadow',
     failClosed: limiterOptions.onStoreError === 'deny',
-    now: () => (typeof clock === 'function' ? clock() : Date.now()),
+    now: clock ?? Date.now,
     skipSuccessfulRequests,
     skipFailedRequests,
     requestWasSuccessful,

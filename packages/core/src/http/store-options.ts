@@ -3,16 +3,15 @@ import type { LimiterOptions } from '../limiter/limiter.ts';
 
 /**
  * What a limiter of this layer's own (`ban`'s, `shed`'s) takes of the identity limiter's options:
- * its store, how it reaches it, and its clock. Not its policies, prefix or failure mode.
+ * its store and how it reaches it. Not its policies, prefix or failure mode.
  */
 export function storeOptionsOf(options: Omit<LimiterOptions, 'onError'>): Partial<LimiterOptions> {
-  const { store, redis, timeout, connectTimeout, breaker, clock } = options;
+  const { store, redis, timeout, connectTimeout, breaker } = options;
   return {
     ...(store !== undefined && { store }),
     ...(redis !== undefined && { redis }),
     ...(timeout !== undefined && { timeout }),
     ...(connectTimeout !== undefined && { connectTimeout }),
     ...(breaker !== undefined && { breaker }),
-    ...(clock !== undefined && { clock }),
   };
 }

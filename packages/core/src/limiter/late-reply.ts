@@ -6,7 +6,8 @@ import { IdentityRequest } from '../stores/store-keys.ts';
 import type { ResolvedOptions } from './options.ts';
 
 /** What of the limiter a late reply needs: its store, clock, reporting and observers. */
-type LimiterParts = Pick<ResolvedOptions, 'clock' | 'report' | 'observers'> & {
+type LimiterParts = Pick<ResolvedOptions, 'report' | 'observers'> & {
+  readonly clock: (() => number) | undefined;
   readonly store: Store;
 };
 

@@ -119,12 +119,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const resolved = resolveOptions(options);
   // Last, once every option is known good: it may open a connection.
   const { store, owned, client: ownClient } = resolveStore(options);
-  const { breakers, blocks, observers, clock, report } = resolved;
+  // Undefined but for a memory store given a clock: a store decides on its own clock, and the
+  // limiter states its own times (the block cache's) on it too.
+  const clock = store.clock;
+  const { breakers, blocks, observers, report } = resolved;
   // A store that is connected again is probed at once rather than after the cool-down.
   const unsubscribe = breakers && store.onReady?.(() => breakers.probeNow());
   const plans = new Plans(resolved.prefix, resolved.fallback, resolved.plans);
   const failureMode = new FailureMode(resolved.onStoreError);
-  const calls = new StoreCalls(store, resolved, failureMode);
+  const calls = new StoreCalls(store, { ...resolved, clock }, failureMode);
   const adjustments = { plans, calls, blocks, clock, report, observers };
 
   /** A call's cost: a positive integer, or a TypeError. */

@@ -123,8 +123,6 @@ export interface LimiterOptions
    * @default none: the first error becomes a process warning
    */
   logger?: Logger;
-  /** Unix ms for the scripts to use instead of the Redis clock: for tests. @default Redis `TIME` */
-  clock?: () => number;
 }
 
 /**
@@ -147,7 +145,6 @@ const LIMITER_OPTIONS = {
   blockCache: true,
   observe: true,
   logger: true,
-  clock: true,
 } as const satisfies Record<
   Exclude<keyof LimiterOptions, keyof PolicyOptions | keyof ConcurrencyPolicyOptions>,
   true
@@ -171,7 +168,6 @@ const MODES = ['allow', 'deny', 'local'] as const satisfies readonly StoreErrorM
 export interface ResolvedOptions {
   readonly prefix: string;
   readonly onStoreError: StoreErrorMode;
-  readonly clock: (() => number) | undefined;
   readonly plans: ReadonlyMap<string, Plan>;
   /** The plan of calls that name no tier. */
   readonly fallback: Plan;
@@ -192,7 +188,6 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     prefix = 'sentinel',
     onStoreError = 'allow',
     onError,
-    clock,
     breaker: breakerOptions,
     blockCache,
     observe,
@@ -203,7 +198,6 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
   }
   checkOneOf(onStoreError, MODES, 'onStoreError');
   if (onError !== undefined) checkFunction(onError, 'onError');
-  if (clock !== undefined) checkFunction(clock, 'clock');
   const { plans, fallback } = resolvePlans(options);
   const observers = resolveObservers(observe, logger);
   const breakers =
@@ -219,7 +213,6 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
   return {
     prefix,
     onStoreError,
-    clock,
     plans,
     fallback,
     report,

@@ -144,7 +144,7 @@ export interface StoreRequest {
    * says what a peek would.
    */
   adjust?: Adjustment;
-  /** Unix milliseconds from the limiter's clock; undefined means the store's own clock. */
+  /** Unix ms by the store's `clock`, read once for the whole decision; undefined without one. */
   now: number | undefined;
   /**
    * Called by a store that gave up on this request, failing its call so that the caller was
@@ -193,6 +193,13 @@ export interface Store {
   serverOf?(keys: readonly string[]): string;
   /** Calls `listener` whenever the store's connection comes (back) up; returns the unsubscribe. */
   onReady?(listener: () => void): () => void;
+  /**
+   * The clock the store decides on, in Unix ms, when it is not the real time: a MemoryStore's
+   * `clock`, for tests. The limiter reads it once per decision, sends the reading with the
+   * request, and states its own times on it. Undefined for the real time, and always for a
+   * RedisStore, which decides on Redis's clock.
+   */
+  readonly clock?: (() => number) | undefined;
 }
 
 /** A policy after validation, as stores see it. */

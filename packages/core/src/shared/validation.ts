@@ -100,6 +100,12 @@ export function listNames(names: Iterable<string>): string {
     : `${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1)}`;
 }
 
+/** Options Sentinel once took where they are refused now, with where they went. */
+const MOVED_OPTIONS: Readonly<Record<string, string>> = {
+  clock:
+    "belongs to the memory store, for tests: `store: new MemoryStore({ clock })`. A Redis store decides on Redis's clock alone",
+};
+
 function unknownOptions(
   options: object,
   known: ReadonlySet<string> | readonly string[],
@@ -110,7 +116,8 @@ function unknownOptions(
   const problems: string[] = [];
   for (const name of Object.keys(options)) {
     if (names.has(name)) continue;
-    const advice = peerOptionAdvice(name);
+    const moved = parent === '' && Object.hasOwn(MOVED_OPTIONS, name);
+    const advice = moved ? MOVED_OPTIONS[name] : peerOptionAdvice(name);
     if (advice !== undefined) {
       problems.push(`\`${parent}${name}\` ${advice}`);
       continue;

@@ -20,6 +20,7 @@ import {
   RedisStore,
   type TierOptions,
 } from '../../src/index.ts';
+import { runScriptsOn } from '../../src/stores/redis/script-clock.ts';
 
 const RUNS = Number(process.env.PARITY_RUNS ?? 100);
 const IDENTITY = 'tenant';
@@ -195,19 +196,18 @@ function twins(policies: TierOptions, prefix: string, clock: () => number, over:
   const options = {
     policies,
     prefix,
-    clock,
     breaker: false as const,
     onError: (error: unknown) => errors.push(error),
   };
-  const memory = new MemoryStore();
+  const memory = new MemoryStore({ clock });
   const inMemory = createLimiter({ ...options, store: memory });
   // Decisions are compared here, not deadlines: while the whole suite loads this machine, Redis
   // can be slower to answer than the default 50 ms, and a decision taken without it would differ.
   // Bursts under the default deadline are counted exactly in race.test.ts.
-  const remote = new RedisStore({
-    client: clients.get(over) as IoredisLikeClient,
-    timeout: 10_000,
-  });
+  const remote = runScriptsOn(
+    new RedisStore({ client: clients.get(over) as IoredisLikeClient, timeout: 10_000 }),
+    clock,
+  );
   const inRedis = createLimiter({ ...options, store: remote });
   return {
     inMemory,

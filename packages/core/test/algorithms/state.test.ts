@@ -8,9 +8,11 @@ import {
   type Algorithm,
   createLimiter,
   MemoryStore,
+  RedisStore,
   type Window,
 } from '../../src/index.ts';
 import { EPOCH_MS } from '../../src/shared/lua-constants.generated.ts';
+import { runScriptsOn } from '../../src/stores/redis/script-clock.ts';
 import { limiterOn, manualClock, STORES } from '../stores.ts';
 
 const REDIS_STORES = STORES.filter((store) => store.startsWith('redis'));
@@ -199,12 +201,11 @@ describe('the expiry a write sets', () => {
     const prefix = uniquePrefix('margin');
     const limiter = owned(
       createLimiter({
-        redis: clientOf(server.url),
+        store: runScriptsOn(new RedisStore({ client: clientOf(server.url) }), clock.now),
         prefix,
         limit: 5,
         window: '1m',
         algorithm,
-        clock: clock.now,
       }),
     );
     const key = `${prefix}:{client}:5-per-1m:${algorithm}`;
@@ -234,16 +235,11 @@ describe('the expiry a write sets', () => {
 describe('with the memory store', () => {
   function setup(algorithm: Algorithm, options: { sweepIntervalMs?: number; start?: number } = {}) {
     const clock = manualClock(options.start);
-    const memory = new MemoryStore(
-      options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {},
-    );
-    const limiter = createLimiter({
-      store: memory,
-      limit: 3,
-      window: '1m',
-      algorithm,
+    const memory = new MemoryStore({
       clock: clock.now,
+      ...(options.sweepIntervalMs && { sweepIntervalMs: options.sweepIntervalMs }),
     });
+    const limiter = createLimiter({ store: memory, limit: 3, window: '1m', algorithm });
     return { clock, limiter, memory };
   }
 

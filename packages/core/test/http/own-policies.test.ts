@@ -10,9 +10,8 @@ const request = { headers: { 'x-api-key': 'acme-key' }, ip: '203.0.113.9' };
 
 function gateway(records: Map<string, ApiKeyTenant>, onError?: (error: Error) => void) {
   return createHttpLimiter({
-    store: new MemoryStore(),
+    store: new MemoryStore({ clock }),
     prefix: uniquePrefix('own-policies'),
-    clock,
     tiers: { FREE: { name: 'free', limit: 2, window: '1h' } },
     identify: byApiKey({ lookup: (key) => records.get(key) ?? null, cacheTtlMs: 20 }),
     onError,

@@ -13,7 +13,9 @@ import {
   createLimiter,
   type Decision,
   type LimiterOptions,
+  RedisStore,
 } from '../../src/index.ts';
+import { runScriptsOn } from '../../src/stores/redis/script-clock.ts';
 
 const CONNECTIONS = 8;
 /**
@@ -31,13 +33,27 @@ function tally(decisions: readonly Decision[]) {
   };
 }
 
-/** Fires REQUESTS consumes for one key at once, spread round-robin over a limiter per client. */
+/**
+ * Fires REQUESTS consumes for one key at once, spread round-robin over a limiter per client;
+ * `clock`, if given, is the one the scripts run on instead of Redis's.
+ */
 async function race(
-  options: Omit<LimiterOptions, 'redis' | 'store' | 'prefix'>,
+  {
+    clock,
+    ...options
+  }: Omit<LimiterOptions, 'redis' | 'store' | 'prefix'> & {
+    clock?: () => number;
+  },
   clients: readonly Redis[] = Array.from({ length: CONNECTIONS }, () => connect()),
 ) {
   const prefix = uniquePrefix('race');
-  const limiters = clients.map((redis) => createLimiter({ ...options, ...STRICT, prefix, redis }));
+  const storeOf = (client: Redis) =>
+    clock === undefined
+      ? { redis: client }
+      : { store: runScriptsOn(new RedisStore({ client }), clock) };
+  const limiters = clients.map((client) =>
+    createLimiter({ ...options, ...STRICT, prefix, ...storeOf(client) }),
+  );
   const decisions = await Promise.all(
     Array.from({ length: REQUESTS }, (_, i) =>
       (limiters[i % limiters.length] as (typeof limiters)[number]).consume('tenant'),

@@ -26,14 +26,13 @@ describe('prometheusMetrics', () => {
     let now = Date.UTC(2026, 0, 1);
     const limiter = owned(
       createLimiter({
-        store: new MemoryStore(),
+        store: new MemoryStore({ clock: () => now }),
         tiers: {
           PRO: [
             { name: 'rate', limit: 100, window: '1m' },
             { name: 'slots', concurrency: 3, lease: '10s' },
           ],
         },
-        clock: () => now,
         observe: prometheusMetrics(registry),
       }),
     );

@@ -17,9 +17,11 @@ import {
   createLimiter,
   type LimiterOptions,
   type Observer,
+  RedisStore,
   type SentinelError,
 } from '../../src/index.ts';
 import { MAX_BATCH } from '../../src/stores/redis/batch.ts';
+import { runScriptsOn } from '../../src/stores/redis/script-clock.ts';
 import { type ScriptName, scripts } from '../../src/stores/redis/scripts.generated.ts';
 
 /** A limiter on a server of its own; `scriptsOnly` has it run scripts, as before Redis 7. */
@@ -270,12 +272,20 @@ describe('batching on Redis', () => {
   // Redis ran the batch in time, but its reply came after the 50 ms deadline: the callers were
   // answered degraded, so what the batch took goes back, once per consume it admitted.
   describe('a batch whose reply comes after the store gave up on it', () => {
-    async function heldBatch(options: Partial<LimiterOptions> = {}) {
+    /** With `clock`, the scripts run on it (see script-clock.ts): each call goes alone. */
+    async function heldBatch({
+      clock,
+      ...options
+    }: Partial<LimiterOptions> & { clock?: () => number } = {}) {
       const server = await ownServer();
       const client = clientOf(server.url);
       const errors: SentinelError[] = [];
       const refunds: Parameters<NonNullable<Observer['lateRefund']>>[0][] = [];
-      const shared = { redis: client, prefix: uniquePrefix('batch'), limit: 10, window: '1h' };
+      const store =
+        clock === undefined
+          ? { redis: client }
+          : { store: runScriptsOn(new RedisStore({ client }), clock) };
+      const shared = { ...store, prefix: uniquePrefix('batch'), limit: 10, window: '1h' };
       const limiter = owned(
         createLimiter({
           ...shared,
@@ -326,7 +336,7 @@ describe('batching on Redis', () => {
       expect(refunds).toHaveLength(2);
     });
 
-    it('gives back a consume sent alone, on a caller clock', async () => {
+    it("gives back a consume sent alone, on a test's clock", async () => {
       const { client, refunds, limiter } = await heldBatch({ clock: () => Date.now() });
       expect((await limiter.consume('tenant')).remaining).toBe(9);
       const held = holdReplies(client, 200);

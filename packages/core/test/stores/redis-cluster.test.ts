@@ -19,7 +19,9 @@ import {
   type Decision,
   type LimiterOptions,
   type PolicyOptions,
+  RedisStore,
 } from '../../src/index.ts';
+import { runScriptsOn } from '../../src/stores/redis/script-clock.ts';
 
 let cluster: RedisCluster;
 const clients: Cluster[] = [];
@@ -230,13 +232,21 @@ describe('on a Redis Cluster of three masters with a replica each', () => {
   });
 
   /** Fires 1000 consumes for one identity at once, round-robin over a limiter per client. */
+  /** `clock`, if given, is the one the scripts run on instead of Redis's. */
   async function race(
-    options: Omit<LimiterOptions, 'redis' | 'store' | 'prefix'>,
+    {
+      clock,
+      ...options
+    }: Omit<LimiterOptions, 'redis' | 'store' | 'prefix'> & { clock?: () => number },
     clients: readonly Cluster[],
   ) {
     const prefix = uniquePrefix('cluster-race');
-    const limiters = clients.map((redis) =>
-      createLimiter({ ...options, ...STRICT, prefix, redis }),
+    const storeOf = (client: Cluster) =>
+      clock === undefined
+        ? { redis: client }
+        : { store: runScriptsOn(new RedisStore({ client }), clock) };
+    const limiters = clients.map((client) =>
+      createLimiter({ ...options, ...STRICT, prefix, ...storeOf(client) }),
     );
     const decisions = await Promise.all(
       Array.from({ length: 1000 }, (_, i) =>

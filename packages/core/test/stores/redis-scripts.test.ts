@@ -294,7 +294,7 @@ describe('the function library', () => {
     await admin.call('FUNCTION', 'LOAD', library.source);
     for (const script of Object.values(scripts)) await admin.script('LOAD', script.source);
     await admin.config('RESETSTAT');
-    // A caller's clock keeps each call alone, where Redis's would batch a burst into one.
+    // A test's clock keeps each call alone, where Redis's would batch a burst into one.
     const { limiter } = limiterOn(clientOf(server.url), { breaker: false, clock: Date.now });
     const calls = (command: string) => commandCallsOn([admin], command);
     // A burst as the store starts: one call tries FCALL, the rest run as scripts meanwhile.

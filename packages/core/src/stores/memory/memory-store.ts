@@ -10,6 +10,7 @@ import {
 import { EPOCH_MS } from '../../shared/lua-constants.generated.ts';
 import type { PolicyOutcome, Store, StoreReply, StoreRequest } from '../../shared/types.ts';
 import {
+  checkFunction,
   checkObject,
   checkPositiveInteger,
   rejectUnknownOptions,
@@ -29,6 +30,15 @@ export interface MemoryStoreOptions {
    * @default 60_000
    */
   sweepIntervalMs?: number;
+  /**
+   * The time this store decides on, in Unix ms: for tests that move time instead of sleeping.
+   * Windows refill, penalty boxes end and concurrency leases lapse as it advances; the limiters
+   * on this store state their times (a legacy reset) on it too. A Redis store has no such
+   * option: it always decides on Redis's clock.
+   * @default Date.now
+   * @example let now = Date.now(); new MemoryStore({ clock: () => now }); now += 60_000;
+   */
+  clock?: () => number;
 }
 
 /**
@@ -57,16 +67,20 @@ export class MemoryStore implements Store {
   readonly #sweeper: NodeJS.Timeout;
   /** Requests' clock minus the real one: keys expire on the clock their requests carry. */
   #clockOffset = 0;
+  /** The `clock` option: undefined for the real time, which requests carry as they are sent. */
+  readonly clock: (() => number) | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
     checkObject(options, 'options');
-    rejectUnknownOptions(options, ['maxKeys', 'sweepIntervalMs'], '@sentinel/core');
-    const { maxKeys = 100_000, sweepIntervalMs = 60_000 } = options;
+    rejectUnknownOptions(options, ['maxKeys', 'sweepIntervalMs', 'clock'], '@sentinel/core');
+    const { maxKeys = 100_000, sweepIntervalMs = 60_000, clock } = options;
     checkPositiveInteger(maxKeys, 'maxKeys');
     checkPositiveInteger(sweepIntervalMs, 'sweepIntervalMs');
+    if (clock !== undefined) checkFunction(clock, 'clock');
+    this.clock = clock;
     this.#table = new IdentityTable(maxKeys);
     this.#sweeper = setInterval(
-      () => this.#table.sweep(Date.now() + this.#clockOffset - EPOCH_MS),
+      () => this.#table.sweep((clock?.() ?? Date.now() + this.#clockOffset) - EPOCH_MS),
       sweepIntervalMs,
     );
     this.#sweeper.unref();
@@ -94,9 +108,11 @@ export class MemoryStore implements Store {
       namespaces = split.map((s) => s.namespace);
       real = Date.now();
     }
-    this.#clockOffset = request.now === undefined ? 0 : request.now - real;
-    const now = (request.now ?? real) - EPOCH_MS;
-    const at = request.now ?? real;
+    // The limiter sends this store's clock with each request; a direct call reads it here.
+    const given = request.now ?? this.clock?.();
+    this.#clockOffset = given === undefined ? 0 : given - real;
+    const at = given ?? real;
+    const now = at - EPOCH_MS;
     if (request.adjust !== undefined) {
       const held = this.#adjust(request, identities, namespaces, now);
       const kind = request.adjust.kind;

@@ -20,6 +20,7 @@ import { FunctionLibrary } from './function-library.ts';
 import { listeningTime } from './listening-time.ts';
 import { RedisNode } from './node.ts';
 import { decodeReply } from './reply.ts';
+import { scriptClockOf } from './script-clock.ts';
 import { evaluateScript } from './script-evaluator.ts';
 import { scripts } from './scripts.generated.ts';
 
@@ -123,8 +124,15 @@ export class RedisStore implements Store {
     this.#unsubscribe = this.#client.onReady(this.#onReady);
   }
 
+  /** Undefined: the scripts read Redis's TIME (but in this repository's tests: script-clock.ts). */
+  get clock(): (() => number) | undefined {
+    return scriptClockOf(this);
+  }
+
   evaluate(request: StoreRequest): Promise<StoreReply> {
-    const { keys, now, cost, apply, args, script, adjust } = request;
+    const { keys, cost, apply, args, script, adjust } = request;
+    // A time from the caller is taken only from the clock a test gave this store.
+    const now = request.now !== undefined && scriptClockOf(this) ? request.now : undefined;
     // Whatever writes must not count late: consumes, penalties and refunds carry an expiry. Yet
     // Redis may run one just before its expiry and the reply reach this process after the call
     // gave up (a Redis stopped between the two, a reply read late): the request hears of it.
@@ -155,7 +163,7 @@ export class RedisStore implements Store {
         ),
       );
     }
-    // A caller's clock differs call by call, while a batch runs on one.
+    // A test's clock differs call by call, while a batch runs on one.
     if (now !== undefined) return this.#call(keys, writer, alone);
     return this.#call(keys, writer, (call, node) => {
       const group = this.#batchGroup(keys[0] as string);
