@@ -218,7 +218,7 @@ export function resolveHttpOptions<Req extends RequestLike, Res>(
     onError,
     shadow: mode === 'shadow',
     failClosed: limiterOptions.onStoreError === 'deny',
-    now: clock ?? Date.now,
+    now: clock ?? (() => Date.now()),
     skipSuccessfulRequests,
     skipFailedRequests,
     requestWasSuccessful,
