@@ -41,6 +41,17 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          // The testing guide's examples, which read REDIS_URL as a user's CI sets it.
+          name: 'examples',
+          include: ['examples/testing/**/*.test.ts'],
+          setupFiles: ['test/harness/redis-url-env.ts'],
+          maxWorkers: 2,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
           name: 'alone',
           include: ALONE,
           fileParallelism: false,
