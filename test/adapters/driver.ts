@@ -1,4 +1,5 @@
 // The one shape every adapter's test app takes, so the conformance suite runs the same scenarios on all.
+import type { Server } from 'node:http';
 import type { Decision, HttpLimiterOptions } from '@sentinel/core';
 
 /** A route of the test app. Each answers 200 with `RouteBody`. */
@@ -45,6 +46,24 @@ export interface RouteBody {
   rateLimit: Decision | null;
 }
 
+/** The app in process: its server built but not listening, for supertest to drive. */
+export interface BuiltApp {
+  /**
+   * The app's server, not yet listening: supertest listens it on 127.0.0.1 while its requests
+   * are pending and closes it after the last one.
+   */
+  server: Server;
+  /**
+   * Serves the app on a real socket, for a test whose subject is the connection itself; resolves
+   * with its base URL, such as http://127.0.0.1:PORT. Call it before any request through
+   * supertest: a server supertest started is supertest's to close.
+   */
+  listen(): Promise<string>;
+  /** Closes the server if it listens, dropping its connections, then the limiter. */
+  close(): Promise<void>;
+}
+
+/** The app served on a real socket, for suites that bring their own client and processes. */
 export interface RunningApp {
   /** Base URL such as http://127.0.0.1:PORT, served on a real socket. */
   url: string;
@@ -53,5 +72,18 @@ export interface RunningApp {
 
 export interface AdapterDriver {
   name: 'express' | 'koa' | 'fastify';
+  /** The app in process, for the conformance suite's supertest requests. */
+  build(spec: AppSpec): Promise<BuiltApp>;
+  /** The app on a real socket: `build`, then `listen`. */
   start(spec: AppSpec): Promise<RunningApp>;
+}
+
+/** Serves a built app on a real socket, closing it if it cannot listen: each driver's `start`. */
+export async function served(app: BuiltApp): Promise<RunningApp> {
+  try {
+    return { url: await app.listen(), close: () => app.close() };
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
 }

@@ -1,11 +1,19 @@
 // The conformance suite's Express driver: an Express 5 app limited with app.use and route() middleware.
+import { createServer } from 'node:http';
 import {
   type RateLimitMiddleware,
   type RateLimitOptions,
   rateLimit,
 } from '../../packages/express/src/index.ts';
-import { answer, express5, serve } from '../../packages/express/test/apps.ts';
-import type { AdapterDriver, AppSpec, RouteSpec, RunningApp } from './driver.ts';
+import { answer, express5 } from '../../packages/express/test/apps.ts';
+import {
+  type AdapterDriver,
+  type AppSpec,
+  type BuiltApp,
+  type RouteSpec,
+  served,
+} from './driver.ts';
+import { closeServer, listen } from './server.ts';
 
 /** The route's handler: its work, then the answer; what the work throws goes to Express. */
 function handlerOf(route: RouteSpec): typeof answer {
@@ -16,7 +24,7 @@ function handlerOf(route: RouteSpec): typeof answer {
   };
 }
 
-async function start(spec: AppSpec): Promise<RunningApp> {
+async function build(spec: AppSpec): Promise<BuiltApp> {
   const options: RateLimitOptions = spec.customHandler
     ? {
         ...spec.options,
@@ -48,14 +56,19 @@ async function start(spec: AppSpec): Promise<RunningApp> {
     throw error;
   }
 
-  const served = await serve(app);
+  const server = createServer(app);
   return {
-    url: served.url,
+    server,
+    listen: () => listen(server),
     async close() {
-      await served.close();
+      await closeServer(server);
       await limit.close();
     },
   };
 }
 
-export const driver: AdapterDriver = { name: 'express', start };
+export const driver: AdapterDriver = {
+  name: 'express',
+  build,
+  start: (spec) => build(spec).then(served),
+};

@@ -2,7 +2,7 @@
 
 import { sentinel } from '../../packages/fastify/src/index.ts';
 import { Fastify, type FastifyRequest } from '../../packages/fastify/test/framework.ts';
-import type { AdapterDriver, RouteBody } from './driver.ts';
+import { type AdapterDriver, type RouteBody, served } from './driver.ts';
 
 async function answer(request: FastifyRequest): Promise<RouteBody> {
   return { ok: true, rateLimit: request.rateLimit ?? null };
@@ -10,7 +10,8 @@ async function answer(request: FastifyRequest): Promise<RouteBody> {
 
 export const driver: AdapterDriver = {
   name: 'fastify',
-  async start(spec) {
+  start: (spec) => driver.build(spec).then(served),
+  async build(spec) {
     // All, none, or the addresses of trusted proxies: its typings pick one kind per call.
     const app = Fastify({ trustProxy: (spec.trustProxy ?? true) as boolean });
     await app.register(sentinel, {
@@ -36,7 +37,15 @@ export const driver: AdapterDriver = {
             },
       );
     }
-    const url = await app.listen({ host: '127.0.0.1', port: 0 });
-    return { url, close: () => app.close() };
+    await app.ready();
+    return {
+      server: app.server,
+      listen: () => app.listen({ host: '127.0.0.1', port: 0 }),
+      async close() {
+        // Fastify drops the connections of a server it listened itself, not of one supertest did.
+        app.server.closeAllConnections();
+        await app.close();
+      },
+    };
   },
 };

@@ -1,18 +1,21 @@
 // The conformance suite's Koa app: a path switch for routing, the app's middleware or a route() of it per path.
+import { createServer } from 'node:http';
 import type { Decision } from '@sentinel/core';
 import { type RateLimitMiddleware, type RateLimitOptions, rateLimit } from '@sentinel/koa';
 // Koa resolves from packages/koa, which depends on it; the root does not.
-import { Koa, serve } from '../../packages/koa/test/apps.ts';
-import type { AdapterDriver, AppSpec, RunningApp } from './driver.ts';
+import { Koa } from '../../packages/koa/test/apps.ts';
+import { type AdapterDriver, type AppSpec, type BuiltApp, served } from './driver.ts';
+import { closeServer, listen } from './server.ts';
 
 export const driver: AdapterDriver = {
   name: 'koa',
-  async start({
+  start: (spec) => driver.build(spec).then(served),
+  async build({
     options,
     routes = [],
     trustProxy = true,
     customHandler = false,
-  }: AppSpec): Promise<RunningApp> {
+  }: AppSpec): Promise<BuiltApp> {
     const handler = (ctx: Koa.Context, decision: Decision) => {
       ctx.status = 418;
       ctx.body = { custom: true, policy: decision.policy };
@@ -49,11 +52,12 @@ export const driver: AdapterDriver = {
       };
       return limiter === null ? answer() : limiter(ctx, answer);
     });
-    const served = await serve(app);
+    const server = createServer(app.callback());
     return {
-      url: served.url,
+      server,
+      listen: () => listen(server),
       async close() {
-        await served.close();
+        await closeServer(server);
         await appLimiter.close();
       },
     };

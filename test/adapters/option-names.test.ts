@@ -1,24 +1,30 @@
 // Every adapter takes a policy's fields at the top level, and names a misspelt option of its own.
+import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../packages/core/src/index.ts';
 import { manualClock } from '../../packages/core/test/stores.ts';
 import * as express from '../../packages/express/src/index.ts';
-import { express5, serve as serveExpress } from '../../packages/express/test/apps.ts';
+import { express5 } from '../../packages/express/test/apps.ts';
 import * as fastify from '../../packages/fastify/src/index.ts';
 import { Fastify } from '../../packages/fastify/test/framework.ts';
 import * as koa from '../../packages/koa/src/index.ts';
-import { Koa, serve as serveKoa } from '../../packages/koa/test/apps.ts';
+import { Koa } from '../../packages/koa/test/apps.ts';
 import { CONSTRUCT } from './construct.ts';
+import { get } from './requests.ts';
+import { closeServer } from './server.ts';
 
-/** An app of each adapter limiting GET / with `options`; each request answers 200 when admitted. */
+/**
+ * An app of each adapter limiting GET / with `options`; each request answers 200 when admitted.
+ * Its server is not yet listening, for supertest.
+ */
 const APPS = {
   async express(options: express.RateLimitOptions) {
     const app = express5.app();
     const limit = express.rateLimit(options);
     app.use(limit);
     app.get('/', (_req, res) => void res.json({ ok: true }));
-    const served = await serveExpress(app);
-    return { url: served.url, close: () => served.close().then(() => limit.close()) };
+    const server = createServer(app);
+    return { server, close: () => closeServer(server).then(() => limit.close()) };
   },
   async koa(options: koa.RateLimitOptions) {
     const app = new Koa();
@@ -27,15 +33,15 @@ const APPS = {
     app.use(async (ctx) => {
       ctx.body = { ok: true };
     });
-    const served = await serveKoa(app);
-    return { url: served.url, close: () => served.close().then(() => limit.close()) };
+    const server = createServer(app.callback());
+    return { server, close: () => closeServer(server).then(() => limit.close()) };
   },
   async fastify(options: fastify.SentinelOptions) {
     const app = Fastify();
     await app.register(fastify.sentinel, options);
     app.get('/', async () => ({ ok: true }));
-    const url = await app.listen({ host: '127.0.0.1', port: 0 });
-    return { url, close: () => app.close() };
+    await app.ready();
+    return { server: app.server, close: () => app.close() };
   },
 };
 const NAMES = Object.keys(APPS) as (keyof typeof APPS)[];
@@ -63,13 +69,13 @@ describe("a policy's fields at the top level", () => {
       store: new MemoryStore({ clock: clock.now }),
     });
     try {
-      expect((await fetch(app.url)).status).toBe(200);
-      const refused = await fetch(app.url);
+      expect((await get(app.server)).status).toBe(200);
+      const refused = await get(app.server);
       expect(refused.status).toBe(429);
       expect(refused.headers.get('ratelimit-policy')).toMatch(/^"login";/);
       // Past the window, the penalty box still refuses, for most of its ten minutes.
       clock.advance(1100);
-      const boxed = await fetch(app.url);
+      const boxed = await get(app.server);
       expect(boxed.status).toBe(429);
       expect(Number(boxed.headers.get('retry-after'))).toBeGreaterThan(590);
     } finally {

@@ -1,16 +1,19 @@
 // An adapter given redisUrl opens one Redis connection for itself and every route it limits, and closes it once.
+import { createServer, type Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as express from '../../packages/express/src/index.ts';
-import { express5, serve as serveExpress } from '../../packages/express/test/apps.ts';
+import { express5 } from '../../packages/express/test/apps.ts';
 import * as fastify from '../../packages/fastify/src/index.ts';
 import { Fastify } from '../../packages/fastify/test/framework.ts';
 import * as koa from '../../packages/koa/src/index.ts';
-import { Koa, serve as serveKoa } from '../../packages/koa/test/apps.ts';
+import { Koa } from '../../packages/koa/test/apps.ts';
 import { connect, uniquePrefix } from '../harness/clients.ts';
 import { type RedisProcess, startRedis } from '../harness/redis-server.ts';
 import { waitFor } from '../harness/wait-for.ts';
+import { get } from './requests.ts';
+import { closeServer } from './server.ts';
 
 /** Routes with limits of their own in each app: each with its own group, so its own limiter. */
 const ROUTES = 5;
@@ -48,10 +51,10 @@ const settled = (count: number) =>
   waitFor(async () => (await others()) === count, 5_000, `${count} connections besides admin`);
 
 /** Each route answers once, then 429: a limit of 1 a day per group, counted in Redis. */
-async function expectEachRouteLimited(url: string, paths: readonly string[]): Promise<void> {
+async function expectEachRouteLimited(server: Server, paths: readonly string[]): Promise<void> {
   for (const path of paths) {
-    expect((await fetch(`${url}${path}`)).status, path).toBe(200);
-    expect((await fetch(`${url}${path}`)).status, path).toBe(429);
+    expect((await get(server, path)).status, path).toBe(200);
+    expect((await get(server, path)).status, path).toBe(429);
   }
 }
 
@@ -68,7 +71,7 @@ describe('route() on a middleware built from redisUrl', () => {
     async (name) => {
       await settled(0);
       const paths = GROUPS.map((group) => `/${group}`);
-      let served: { url: string; close(): Promise<void> };
+      let server: Server;
       let limit: express.RateLimitMiddleware | koa.RateLimitMiddleware;
       if (name === 'express') {
         const middleware = express.rateLimit(options());
@@ -77,7 +80,7 @@ describe('route() on a middleware built from redisUrl', () => {
         for (const group of GROUPS) {
           app.get(`/${group}`, middleware.route({ group }), (_req, res) => void res.json({}));
         }
-        served = await serveExpress(app);
+        server = createServer(app);
       } else {
         const middleware = koa.rateLimit(options());
         limit = middleware;
@@ -90,13 +93,13 @@ describe('route() on a middleware built from redisUrl', () => {
             ctx.body = {};
           });
         });
-        served = await serveKoa(app);
+        server = createServer(app.callback());
       }
       try {
-        await expectEachRouteLimited(served.url, paths);
+        await expectEachRouteLimited(server, paths);
         expect(await others()).toBe(1);
       } finally {
-        await served.close();
+        await closeServer(server);
         await limit.close();
         // Closing twice closes nothing more, and throws nothing.
         await limit.close();
@@ -138,9 +141,13 @@ describe('the Fastify plugin given redisUrl', () => {
       async () => ({}),
     );
     app.get('/', async () => ({}));
-    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    await app.ready();
     try {
-      await expectEachRouteLimited(url, [...GROUPS.map((group) => `/${group}`), '/hooked', '/']);
+      await expectEachRouteLimited(app.server, [
+        ...GROUPS.map((group) => `/${group}`),
+        '/hooked',
+        '/',
+      ]);
       expect(await others()).toBe(1);
     } finally {
       await app.close();

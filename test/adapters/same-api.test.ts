@@ -1,15 +1,18 @@
 // The three adapters offer one API: the same names from core, the same errors for bad options, and
 // the same value for "no decision".
+import { createServer, type Server } from 'node:http';
 import type { Decision } from '@sentinel/core';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import * as fromCore from '../../packages/core/src/adapter.ts';
 import * as express from '../../packages/express/src/index.ts';
-import { express5, serve as serveExpress } from '../../packages/express/test/apps.ts';
+import { express5 } from '../../packages/express/test/apps.ts';
 import * as fastify from '../../packages/fastify/src/index.ts';
 import { Fastify } from '../../packages/fastify/test/framework.ts';
 import * as koa from '../../packages/koa/src/index.ts';
-import { Koa, serve as serveKoa } from '../../packages/koa/test/apps.ts';
+import { Koa } from '../../packages/koa/test/apps.ts';
 import { CONSTRUCT } from './construct.ts';
+import { get } from './requests.ts';
+import { closeServer } from './server.ts';
 
 /** Each adapter's own exports; everything else it exports comes from core. */
 const ADAPTERS = [
@@ -115,7 +118,10 @@ const seen = (value: Decision | null | undefined): Seen => ({
   isNull: value === null,
 });
 
-/** An app of each adapter: `/` limited with `options`, `/open` with no limit at all. */
+/**
+ * An app of each adapter: `/` limited with `options`, `/open` with no limit at all; its server
+ * not yet listening, for supertest.
+ */
 const APPS = {
   async express(options: express.RateLimitOptions) {
     const app = express5.app();
@@ -123,8 +129,8 @@ const APPS = {
     app.get('/open', (req, res) => void res.json(seen(req.rateLimit)));
     app.use(limit);
     app.get('/', (req, res) => void res.json(seen(req.rateLimit)));
-    const served = await serveExpress(app);
-    return { url: served.url, close: () => served.close().then(() => limit.close()) };
+    const server = createServer(app);
+    return { server, close: () => closeServer(server).then(() => limit.close()) };
   },
   async koa(options: koa.RateLimitOptions) {
     const app = new Koa();
@@ -136,23 +142,23 @@ const APPS = {
       if (ctx.path === '/open') return answer(ctx);
       return limit(ctx, () => answer(ctx));
     });
-    const served = await serveKoa(app);
-    return { url: served.url, close: () => served.close().then(() => limit.close()) };
+    const server = createServer(app.callback());
+    return { server, close: () => closeServer(server).then(() => limit.close()) };
   },
   async fastify(options: fastify.SentinelOptions) {
     const app = Fastify();
     await app.register(fastify.sentinel, options);
     app.get('/', async (request) => seen(request.rateLimit));
     app.get('/open', { config: { rateLimit: false } }, async (request) => seen(request.rateLimit));
-    const url = await app.listen({ host: '127.0.0.1', port: 0 });
-    return { url, close: () => app.close() };
+    await app.ready();
+    return { server: app.server, close: () => app.close() };
   },
 };
 
-async function get(url: string): Promise<Seen> {
-  const response = await fetch(url);
-  expect(response.status).toBe(200);
-  return (await response.json()) as Seen;
+async function seenAt(server: Server, path: string): Promise<Seen> {
+  const reply = await get(server, path);
+  expect(reply.status).toBe(200);
+  return reply.body as Seen;
 }
 
 describe('"no decision"', () => {
@@ -163,10 +169,10 @@ describe('"no decision"', () => {
       const skipped = await APPS[name]({ limit: 5, window: '1m', skip: () => true });
       try {
         // The positive control: a decision, where one is made, is what the route sees.
-        expect(await get(`${limited.url}/`)).toEqual({ type: 'object', isNull: false });
+        expect(await seenAt(limited.server, '/')).toEqual({ type: 'object', isNull: false });
         const undecided = { type: 'undefined', isNull: false };
-        expect(await get(`${skipped.url}/`)).toEqual(undecided);
-        expect(await get(`${limited.url}/open`)).toEqual(undecided);
+        expect(await seenAt(skipped.server, '/')).toEqual(undecided);
+        expect(await seenAt(limited.server, '/open')).toEqual(undecided);
       } finally {
         await limited.close();
         await skipped.close();

@@ -8,6 +8,7 @@ import type { AdapterDriver, AppSpec, RouteBody } from '../adapters/driver.ts';
 import { driver as express } from '../adapters/express.ts';
 import { driver as fastify } from '../adapters/fastify.ts';
 import { driver as koa } from '../adapters/koa.ts';
+import { type AppClient, clientOf, type Reply } from '../adapters/requests.ts';
 import { connect, uniquePrefix } from '../harness/clients.ts';
 
 /** Every adapter the suite covers; each scenario runs against all of them. */
@@ -76,35 +77,15 @@ export function conformance(
   }
 }
 
-export interface Reply {
-  status: number;
-  headers: Headers;
-  /** The JSON body, or the text when it is not JSON. */
-  body: unknown;
-  text: string;
-}
+export type { Reply };
 
-export interface App {
-  url: string;
-  get(path?: string, headers?: Record<string, string>): Promise<Reply>;
-}
+export type App = AppClient;
 
-/** Starts the driver's app, closed after the test. */
+/** Builds the driver's app, closed after the test. */
 export async function startApp(driver: AdapterDriver, spec: AppSpec): Promise<App> {
-  const running = await driver.start(spec);
-  apps.push(running);
-  return {
-    url: running.url,
-    async get(path = '/', headers = {}) {
-      const response = await fetch(running.url + path, { headers });
-      const text = await response.text();
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {}
-      return { status: response.status, headers: response.headers, body, text };
-    },
-  };
+  const built = await driver.build(spec);
+  apps.push(built);
+  return clientOf(built);
 }
 
 /** Sends `count` requests one after another and returns the replies. */
@@ -130,8 +111,8 @@ export function rateLimitHeaderNames(headers: Headers): string[] {
 }
 
 /**
- * A GET written byte for byte on a socket, for header values fetch refuses to send (CR, LF,
- * raw UTF-8). Resolves with the status code, or 0 when the server closed without answering.
+ * A GET written byte for byte on a socket, for header values HTTP clients refuse to send (CR,
+ * LF, raw UTF-8). Resolves with the status code, or 0 when the server closed without answering.
  */
 export function rawGet(url: string, path: string, headerLines: readonly Buffer[]): Promise<number> {
   const { hostname, port } = new URL(url);

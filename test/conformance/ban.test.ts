@@ -5,13 +5,7 @@ import { QUOTA_EXCEEDED } from '../../packages/core/src/index.ts';
 import { uniquePrefix } from '../harness/clients.ts';
 import { ownServer, waitFor } from '../harness/own-redis.ts';
 import { useStore } from './adapters.ts';
-import {
-  eachAdapter,
-  get,
-  type OutcomeOptions,
-  startOutcomeApp,
-  statuses,
-} from './outcome-apps.ts';
+import { eachAdapter, type OutcomeOptions, startOutcomeApp, statuses } from './outcome-apps.ts';
 
 const BANNED = 'urn:sentinel:problem:banned';
 const POLICY = { limit: 2, window: '1h' } as const;
@@ -34,8 +28,8 @@ eachAdapter((driver, storeName) => {
 
   it('answers the limit, then `ban` 429s, then 403 with a problem body and the RateLimit headers', async () => {
     const app = await start({ ban: 2 });
-    expect(await statuses(app.url, 4)).toEqual([200, 200, 429, 429]);
-    const banned = await get(app.url);
+    expect(await statuses(app, 4)).toEqual([200, 200, 429, 429]);
+    const banned = await app.get();
     expect(banned.status).toBe(403);
     expect(banned.headers.get('content-type')).toMatch(/^application\/problem\+json\b/);
     expect(banned.body).toEqual({
@@ -48,26 +42,26 @@ eachAdapter((driver, storeName) => {
     expect(banned.headers.get('ratelimit')).toMatch(/^"2-per-1h";r=0;t=\d+$/);
     expect(banned.headers.get('ratelimit-policy')).toBe('"2-per-1h";q=2;w=3600');
     expect(banned.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
-    expect(await statuses(app.url, 3)).toEqual([403, 403, 403]);
+    expect(await statuses(app, 3)).toEqual([403, 403, 403]);
     expect(app.room.handled).toBe(2);
   });
 
   it('with ban: 0, answers 403 from the first refusal', async () => {
     const app = await start({ ban: 0 });
-    expect(await statuses(app.url, 4)).toEqual([200, 200, 403, 403]);
+    expect(await statuses(app, 4)).toEqual([200, 200, 403, 403]);
   });
 
   it('keeps the 429 body when ban is off', async () => {
     const app = await start({});
     const replies = [];
-    for (let i = 0; i < 8; i++) replies.push(await get(app.url));
+    for (let i = 0; i < 8; i++) replies.push(await app.get());
     expect(replies.map((r) => r.status)).toEqual([200, 200, 429, 429, 429, 429, 429, 429]);
     expect(replies[7]?.body).toMatchObject({ type: QUOTA_EXCEEDED });
   });
 
   it('counts exactly `ban` 429s among 60 concurrent requests', async () => {
     const app = await start({ limit: 5, ban: 3 });
-    const seen = await Promise.all(Array.from({ length: 60 }, () => get(app.url)));
+    const seen = await Promise.all(Array.from({ length: 60 }, () => app.get()));
     expect(tally(seen.map((r) => r.status))).toEqual({ 200: 5, 429: 3, 403: 52 });
   });
 
@@ -78,14 +72,14 @@ eachAdapter((driver, storeName) => {
       options: { ...store.options, ...POLICY, identify },
       login: { ban: 1, group: 'login' },
     });
-    expect(await statuses(`${login.url}/login`, 5)).toEqual([200, 200, 429, 403, 403]);
-    expect(await statuses(login.url, 4)).toEqual([200, 200, 429, 429]);
+    expect(await statuses(login, 5, '/login')).toEqual([200, 200, 429, 403, 403]);
+    expect(await statuses(login, 4)).toEqual([200, 200, 429, 429]);
     expect(app.room.handled).toBe(0);
   });
 
   it('never bans in shadow mode, which refuses nothing', async () => {
     const app = await start({ ban: 0, mode: 'shadow' });
-    expect(await statuses(app.url, 4)).toEqual([200, 200, 200, 200]);
+    expect(await statuses(app, 4)).toEqual([200, 200, 200, 200]);
   });
 });
 
@@ -97,7 +91,7 @@ eachAdapter(
       const one = await startOutcomeApp(driver, { options });
       const two = await startOutcomeApp(driver, { options });
       const seen = [];
-      for (let i = 0; i < 6; i++) seen.push((await get(i % 2 ? two.url : one.url)).status);
+      for (let i = 0; i < 6; i++) seen.push((await (i % 2 ? two : one).get()).status);
       expect(seen).toEqual([200, 200, 429, 429, 403, 403]);
     });
 
@@ -111,7 +105,7 @@ eachAdapter(
         const app = await startOutcomeApp(driver, {
           options: { redisUrl: server.url, prefix, ...POLICY, identify, ban: 1 },
         });
-        expect(await statuses(app.url, 4)).toEqual([200, 200, 429, 403]);
+        expect(await statuses(app, 4)).toEqual([200, 200, 429, 403]);
         expect(await clients()).toBe(1);
         // The refusals are counted in that Redis, beside the limits.
         expect(await probe.keys(`${prefix}:ban:*`)).toHaveLength(1);

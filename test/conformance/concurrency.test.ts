@@ -68,8 +68,10 @@ conformance((driver, storeName) => {
         },
       ],
     });
+    // A real socket: the client that goes away is the point.
+    const url = await app.listen();
     const leaving = new AbortController();
-    const left = fetch(`${app.url}/hangs`, { signal: leaving.signal }).catch(() => 'aborted');
+    const left = fetch(`${url}/hangs`, { signal: leaving.signal }).catch(() => 'aborted');
     await waitFor(() => started, 5_000, 'the handler to start');
     // Its slot is held while the handler runs.
     expect((await app.get('/')).status).toBe(429);

@@ -7,7 +7,7 @@ import { ownServer, RECOMMENDED, readyClient, waitFor } from '../harness/own-red
 import { useStore } from './adapters.ts';
 import {
   eachAdapter,
-  get,
+  type OutcomeApp,
   type OutcomeDriver,
   type OutcomeOptions,
   remainingOf,
@@ -21,12 +21,14 @@ const identify = () => ({ key: 'alice' });
 
 /**
  * A GET whose client leaves once the route has it: the route waits (`x-hang`) until then, and
- * answers 200 after. Resolves once the server has seen the client go.
+ * answers 200 after. Resolves once the server has seen the client go. On a real socket, which
+ * the client destroys: leaving is the point.
  */
-async function leaveEarly(url: string, room: { handled: number; left: number }): Promise<void> {
+async function leaveEarly(app: OutcomeApp): Promise<void> {
+  const { room } = app;
   const handled = room.handled;
   const left = room.left;
-  const sent = request(`${url}/`, { headers: { 'x-hang': '1' } });
+  const sent = request(`${await app.listen()}/`, { headers: { 'x-hang': '1' } });
   sent.on('error', () => {});
   sent.end();
   await waitFor(() => room.handled === handled + 1, 10_000, 'the route to have the request');
@@ -46,45 +48,45 @@ eachAdapter((driver, storeName) => {
 
   it('with skipSuccessfulRequests, admits 10 successes at a limit of 2, and counts a failure', async () => {
     const { app, remaining } = await start({ skipSuccessfulRequests: true });
-    expect(await statuses(app.url, 10)).toEqual(Array(10).fill(200));
+    expect(await statuses(app, 10)).toEqual(Array(10).fill(200));
     await waitFor(async () => (await remaining()) === 2);
-    expect(await statuses(app.url, 2, { 'x-status': '401' })).toEqual([401, 401]);
-    expect(await statuses(app.url, 1)).toEqual([429]);
+    expect(await statuses(app, 2, '/', { 'x-status': '401' })).toEqual([401, 401]);
+    expect(await statuses(app, 1)).toEqual([429]);
     expect(app.room.handled).toBe(12);
   });
 
   it('with skipFailedRequests, gives failures back and counts successes', async () => {
     const { app, remaining } = await start({ skipFailedRequests: true });
-    expect(await statuses(app.url, 5, { 'x-status': '500' })).toEqual(Array(5).fill(500));
-    expect(await statuses(app.url, 3, { 'x-status': '404' })).toEqual(Array(3).fill(404));
+    expect(await statuses(app, 5, '/', { 'x-status': '500' })).toEqual(Array(5).fill(500));
+    expect(await statuses(app, 3, '/', { 'x-status': '404' })).toEqual(Array(3).fill(404));
     await waitFor(async () => (await remaining()) === 2);
-    expect(await statuses(app.url, 3)).toEqual([200, 200, 429]);
+    expect(await statuses(app, 3)).toEqual([200, 200, 429]);
   });
 
   it('asks requestWasSuccessful, a promise, what a success is', async () => {
     const { app } = await start({ skipSuccessfulRequests: true }, { successIs: 201 });
-    expect(await statuses(app.url, 6, { 'x-status': '201' })).toEqual(Array(6).fill(201));
+    expect(await statuses(app, 6, '/', { 'x-status': '201' })).toEqual(Array(6).fill(201));
     // A 200 is no success by this rule: it counts.
-    expect(await statuses(app.url, 3)).toEqual([200, 200, 429]);
+    expect(await statuses(app, 3)).toEqual([200, 200, 429]);
   });
 
   it('with skipFailedRequests, gives back a request whose client left before the answer', async () => {
     const { app, remaining } = await start({ skipFailedRequests: true, limit: 1 });
-    await leaveEarly(app.url, app.room);
+    await leaveEarly(app);
     await waitFor(async () => (await remaining()) === 1);
-    expect(await statuses(app.url, 2)).toEqual([200, 429]);
+    expect(await statuses(app, 2)).toEqual([200, 429]);
   });
 
   it('with skipSuccessfulRequests, counts a request whose client left, though the route then answers 200', async () => {
     const { app, remaining } = await start({ skipSuccessfulRequests: true, limit: 1 });
-    await leaveEarly(app.url, app.room);
+    await leaveEarly(app);
     expect(await remaining()).toBe(0);
-    expect(await statuses(app.url, 1)).toEqual([429]);
+    expect(await statuses(app, 1)).toEqual([429]);
   });
 
   it('gives back in shadow mode too, since shadow mode counts', async () => {
     const { app, remaining } = await start({ skipSuccessfulRequests: true, mode: 'shadow' });
-    expect(await statuses(app.url, 4)).toEqual(Array(4).fill(200));
+    expect(await statuses(app, 4)).toEqual(Array(4).fill(200));
     await waitFor(async () => (await remaining()) === 2);
   });
 
@@ -95,8 +97,8 @@ eachAdapter((driver, storeName) => {
       options: { ...store.options, ...POLICY, identify },
       login: { skipSuccessfulRequests: true, group: 'login' },
     });
-    expect(await statuses(`${app.url}/login`, 5)).toEqual(Array(5).fill(200));
-    expect(await statuses(app.url, 3)).toEqual([200, 200, 429]);
+    expect(await statuses(app, 5, '/login')).toEqual(Array(5).fill(200));
+    expect(await statuses(app, 3)).toEqual([200, 200, 429]);
     expect(await remaining('alice')).toBe(0);
   });
 });
@@ -150,8 +152,8 @@ eachAdapter(
     }
 
     /** A request the route holds until `answer()`: resolves once the route has it. */
-    async function held(app: Awaited<ReturnType<typeof appOnOwnRedis>>['app']) {
-      const reply = get(app.url, { 'x-hold': '1', 'x-probe': 'held' });
+    async function held(app: OutcomeApp) {
+      const reply = app.get('/', { 'x-hold': '1', 'x-probe': 'held' });
       await waitFor(() => app.room.handled === 1, 10_000, 'the route to have the request');
       return {
         async answer() {

@@ -23,8 +23,8 @@ import {
 
 const LONG = 'x'.repeat(10_000);
 
-/** Header sets fetch can send: long, braced, empty, spaced, tilde-led, not-an-IP. */
-const FETCHABLE: Array<Record<string, string>> = [
+/** Header sets supertest can send: long, braced, empty, spaced, tilde-led, not-an-IP. */
+const SENDABLE: Array<Record<string, string>> = [
   { 'x-api-key': LONG },
   { 'x-tenant-id': LONG },
   { 'x-tenant-id': 't'.repeat(300) },
@@ -114,12 +114,14 @@ async function hostileApp(driver: AdapterDriver, store: StoreSetup, errors: Erro
 }
 
 async function sendEverything(app: App, errors: Error[]): Promise<void> {
-  for (const headers of FETCHABLE) {
+  // A real socket for the raw requests, which supertest refuses to send.
+  const url = await app.listen();
+  for (const headers of SENDABLE) {
     const reply = await app.get('/', headers);
     expect(reply.status, JSON.stringify(headers).slice(0, 80)).toBe(200);
   }
   for (const { name, lines } of RAW) {
-    const status = await rawGet(app.url, '/', lines);
+    const status = await rawGet(url, '/', lines);
     expect(status, name).toBeGreaterThanOrEqual(200);
     expect(status, name).toBeLessThan(500);
   }

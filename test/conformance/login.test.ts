@@ -1,7 +1,13 @@
 // Login protection in every adapter: failures count, successes are given back, and a burst of guesses reaches the handler exactly `limit` times.
 import { expect, it } from 'vitest';
 import { useStore } from './adapters.ts';
-import { eachAdapter, get, remainingOf, startOutcomeApp, statuses } from './outcome-apps.ts';
+import {
+  eachAdapter,
+  type OutcomeApp,
+  remainingOf,
+  startOutcomeApp,
+  statuses,
+} from './outcome-apps.ts';
 
 const LOGIN = { limit: 5, window: '1h', skipSuccessfulRequests: true } as const;
 const identify = () => ({ key: 'login:alice' });
@@ -14,9 +20,9 @@ function tally(seen: readonly number[]): Record<number, number> {
 }
 
 /** `count` failed logins at once: the handler answers each it sees with 401. */
-async function guesses(url: string, count: number): Promise<number[]> {
+async function guesses(app: OutcomeApp, count: number): Promise<number[]> {
   const replies = await Promise.all(
-    Array.from({ length: count }, () => get(url, { 'x-status': '401' })),
+    Array.from({ length: count }, () => app.get('/', { 'x-status': '401' })),
   );
   return replies.map((reply) => reply.status);
 }
@@ -27,7 +33,7 @@ eachAdapter((driver, storeName) => {
     const app = await startOutcomeApp(driver, {
       options: { ...store.options, ...LOGIN, identify },
     });
-    expect(tally(await guesses(app.url, 200))).toEqual({ 401: 5, 429: 195 });
+    expect(tally(await guesses(app, 200))).toEqual({ 401: 5, 429: 195 });
     expect(app.room.handled).toBe(5);
   });
 
@@ -36,7 +42,7 @@ eachAdapter((driver, storeName) => {
     const app = await startOutcomeApp(driver, {
       options: { ...store.options, ...LOGIN, identify, ban: 5 },
     });
-    expect(tally(await guesses(app.url, 200))).toEqual({ 401: 5, 429: 5, 403: 190 });
+    expect(tally(await guesses(app, 200))).toEqual({ 401: 5, 429: 5, 403: 190 });
     expect(app.room.handled).toBe(5);
   });
 
@@ -47,10 +53,10 @@ eachAdapter((driver, storeName) => {
       options: { ...store.options, ...LOGIN, identify },
     });
     for (let round = 0; round < 4; round++) {
-      expect(await statuses(app.url, 1, { 'x-status': '401' })).toEqual([401]);
-      expect(await statuses(app.url, 5)).toEqual(Array(5).fill(200));
+      expect(await statuses(app, 1, '/', { 'x-status': '401' })).toEqual([401]);
+      expect(await statuses(app, 5)).toEqual(Array(5).fill(200));
     }
     expect(await remaining('login:alice')).toBe(1);
-    expect(await statuses(app.url, 2, { 'x-status': '401' })).toEqual([401, 429]);
+    expect(await statuses(app, 2, '/', { 'x-status': '401' })).toEqual([401, 429]);
   });
 });

@@ -1,5 +1,5 @@
 // Apps whose routes answer what a request asks for (a status, a hang, a hold), in each adapter, for the count-by-outcome and ban suites.
-import type { ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { afterEach, describe } from 'vitest';
 import {
   createLimiter,
@@ -11,7 +11,7 @@ import {
   rateLimit as expressRateLimit,
   type RateLimitMiddleware,
 } from '../../packages/express/src/index.ts';
-import { express5, serve as serveExpress } from '../../packages/express/test/apps.ts';
+import { express5 } from '../../packages/express/test/apps.ts';
 import { sentinel } from '../../packages/fastify/src/index.ts';
 import {
   Fastify,
@@ -19,7 +19,10 @@ import {
   type FastifyRequest,
 } from '../../packages/fastify/test/framework.ts';
 import { rateLimit as koaRateLimit } from '../../packages/koa/src/index.ts';
-import { Koa, serve as serveKoa } from '../../packages/koa/test/apps.ts';
+import { Koa } from '../../packages/koa/test/apps.ts';
+import type { BuiltApp } from '../adapters/driver.ts';
+import { type AppClient, clientOf } from '../adapters/requests.ts';
+import { closeServer, listen } from '../adapters/server.ts';
 import { STORES, type StoreName, type StoreSetup } from './adapters.ts';
 
 /** Options every adapter takes as they are; `requestWasSuccessful` comes in each one's idiom. */
@@ -67,15 +70,19 @@ export class Room {
   }
 }
 
-export interface OutcomeApp {
-  url: string;
+/** A driver's app in process, with what its routes saw. */
+export interface BuiltOutcomeApp extends BuiltApp {
+  room: Room;
+}
+
+export interface OutcomeApp extends AppClient {
   room: Room;
   close(): Promise<void>;
 }
 
 export interface OutcomeDriver {
   name: 'express' | 'koa' | 'fastify';
-  start(spec: OutcomeAppSpec): Promise<OutcomeApp>;
+  build(spec: OutcomeAppSpec): Promise<BuiltOutcomeApp>;
 }
 
 const body = (status: number) => ({ ok: status < 400 });
@@ -85,7 +92,7 @@ type ExpressResponse = Parameters<RateLimitMiddleware>[1];
 
 const express: OutcomeDriver = {
   name: 'express',
-  async start({ options, login, successIs }) {
+  async build({ options, login, successIs }) {
     const limit = expressRateLimit({
       ...options,
       ...(successIs !== undefined && {
@@ -101,12 +108,13 @@ const express: OutcomeDriver = {
     if (login) app.get('/login', limit.route(login), answer);
     app.use(limit);
     app.get(['/', '/login'], answer);
-    const served = await serveExpress(app);
+    const server = createServer(app);
     return {
-      url: served.url,
+      server,
       room,
+      listen: () => listen(server),
       async close() {
-        await served.close();
+        await closeServer(server);
         await limit.close();
       },
     };
@@ -115,7 +123,7 @@ const express: OutcomeDriver = {
 
 const koa: OutcomeDriver = {
   name: 'koa',
-  async start({ options, login, successIs }) {
+  async build({ options, login, successIs }) {
     const limit = koaRateLimit({
       ...options,
       ...(successIs !== undefined && {
@@ -134,12 +142,13 @@ const koa: OutcomeDriver = {
         ctx.body = body(status);
       });
     });
-    const served = await serveKoa(app);
+    const server = createServer(app.callback());
     return {
-      url: served.url,
+      server,
       room,
+      listen: () => listen(server),
       async close() {
-        await served.close();
+        await closeServer(server);
         await limit.close();
       },
     };
@@ -148,7 +157,7 @@ const koa: OutcomeDriver = {
 
 const fastify: OutcomeDriver = {
   name: 'fastify',
-  async start({ options, login, successIs }) {
+  async build({ options, login, successIs }) {
     const app = Fastify();
     await app.register(sentinel, {
       ...options,
@@ -163,8 +172,17 @@ const fastify: OutcomeDriver = {
     };
     app.get('/', answer);
     app.get('/login', { config: login ? { rateLimit: login } : {} }, answer);
-    const url = await app.listen({ host: '127.0.0.1', port: 0 });
-    return { url, room, close: () => app.close() };
+    await app.ready();
+    return {
+      server: app.server,
+      room,
+      listen: () => app.listen({ host: '127.0.0.1', port: 0 }),
+      async close() {
+        // Fastify drops the connections of a server it listened itself, not of one supertest did.
+        app.server.closeAllConnections();
+        await app.close();
+      },
+    };
   },
 };
 
@@ -178,14 +196,14 @@ afterEach(async () => {
   await Promise.all(peekers.splice(0).map((limiter) => limiter.close()));
 });
 
-/** Starts the driver's app, closed after the test unless the test closed it. */
+/** Builds the driver's app, closed after the test unless the test closed it. */
 export async function startOutcomeApp(
   driver: OutcomeDriver,
   spec: OutcomeAppSpec,
 ): Promise<OutcomeApp> {
-  const started = await driver.start(spec);
+  const built = await driver.build(spec);
   let closing: Promise<void> | undefined;
-  const app = { ...started, close: () => (closing ??= started.close()) };
+  const app = { ...clientOf(built), room: built.room, close: () => (closing ??= built.close()) };
   running.push(app);
   return app;
 }
@@ -215,27 +233,14 @@ export function remainingOf(
   return async (key) => (await limiter.peek(key)).remaining;
 }
 
-/** A GET with the given headers: its status, and its body as JSON when it is JSON. */
-export async function get(
-  url: string,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Headers; body: unknown }> {
-  const response = await fetch(url, { headers });
-  const text = await response.text();
-  let parsed: unknown = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {}
-  return { status: response.status, headers: response.headers, body: parsed };
-}
-
 /** Sends GETs one after another, returning their statuses. */
 export async function statuses(
-  url: string,
+  app: OutcomeApp,
   count: number,
+  path = '/',
   headers: Record<string, string> = {},
 ): Promise<number[]> {
   const seen: number[] = [];
-  for (let i = 0; i < count; i++) seen.push((await get(url, headers)).status);
+  for (let i = 0; i < count; i++) seen.push((await app.get(path, headers)).status);
   return seen;
 }

@@ -1,4 +1,4 @@
-// Express 5 and 4 apps served on real sockets, for this package's tests and the conformance driver.
+// Express 5 and 4 apps, served on real sockets for this package's tests; the conformance driver builds on them.
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import createExpress5, { type Express, type RequestHandler, type Router } from 'express';
