@@ -9,11 +9,10 @@ import {
   createLimiter,
   type Decision,
   type LimiterOptions,
-  RedisStore,
   type SentinelError,
   type StoreErrorMode,
 } from '../packages/core/src/index.ts';
-import { runScriptsOn } from '../packages/core/src/stores/redis/script-clock.ts';
+import { onRedis } from '../packages/core/test/stores.ts';
 import { connect, uniquePrefix } from './harness/clients.ts';
 import { holdReplies } from './harness/late-reply.ts';
 import { keySlot, type RedisCluster, startCluster } from './harness/redis-cluster.ts';
@@ -103,14 +102,7 @@ async function pauseUnderLoad(topology: Topology, test: Case, round: number): Pr
   let refundErrors = 0;
   /** The store: with `alone`, one whose scripts run on this process's clock. */
   const storeOf = (timeout?: number) =>
-    alone
-      ? {
-          store: runScriptsOn(
-            new RedisStore({ client: topology.client, ...(timeout && { timeout }) }),
-            Date.now,
-          ),
-        }
-      : { redis: topology.client, ...(timeout && { timeout }) };
+    onRedis(topology.client, { clock: alone ? Date.now : undefined, ...(timeout && { timeout }) });
   const options: LimiterOptions = {
     ...storeOf(),
     prefix,

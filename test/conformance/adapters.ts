@@ -2,8 +2,8 @@
 import { connect as connectSocket } from 'node:net';
 import type { Redis } from 'ioredis';
 import { afterEach, describe } from 'vitest';
-import { type HttpLimiterOptions, MemoryStore, RedisStore } from '../../packages/core/src/index.ts';
-import { runScriptsOn } from '../../packages/core/src/stores/redis/script-clock.ts';
+import { type HttpLimiterOptions, MemoryStore } from '../../packages/core/src/index.ts';
+import { onRedis } from '../../packages/core/test/stores.ts';
 import type { AdapterDriver, AppSpec, RouteBody } from '../adapters/driver.ts';
 import { driver as express } from '../adapters/express.ts';
 import { driver as fastify } from '../adapters/fastify.ts';
@@ -52,11 +52,7 @@ export function useStore(
   }
   client ??= connect();
   const deadline = timeout === undefined ? {} : { timeout };
-  if (clock === undefined) {
-    return { options: { redis: client, prefix, ...deadline }, prefix, redis: client };
-  }
-  const store = runScriptsOn(new RedisStore({ client, ...deadline }), clock);
-  return { options: { store, prefix }, prefix, redis: client };
+  return { options: { ...onRedis(client, { clock, ...deadline }), prefix }, prefix, redis: client };
 }
 
 /** The Redis client of a Redis store setup. */

@@ -5,10 +5,9 @@ import {
   createLimiter,
   type Limiter,
   type LimiterOptions,
-  RedisStore,
   type SentinelError,
 } from '../../packages/core/src/index.ts';
-import { runScriptsOn } from '../../packages/core/src/stores/redis/script-clock.ts';
+import { onRedis } from '../../packages/core/test/stores.ts';
 import { connect, uniquePrefix } from './clients.ts';
 import { type RedisProcess, startRedis } from './redis-server.ts';
 import { waitFor } from './wait-for.ts';
@@ -105,9 +104,7 @@ export function limiterOn(
   const errors: SentinelError[] = [];
   const prefix = uniquePrefix('failure');
   const limiter = createLimiter({
-    ...(clock === undefined
-      ? { redis: client }
-      : { store: runScriptsOn(new RedisStore({ client }), clock) }),
+    ...onRedis(client, { clock }),
     prefix,
     limit: 10,
     window: '1d',

@@ -7,6 +7,7 @@ import {
   type Limiter,
   type LimiterOptions,
   MemoryStore,
+  type RedisClient,
   RedisStore,
   type Store,
 } from '../src/index.ts';
@@ -35,6 +36,20 @@ export type Clock = ReturnType<typeof manualClock>;
 export type TestLimiterOptions = Omit<LimiterOptions, 'store' | 'redis'> & {
   clock?: () => number;
 };
+
+/**
+ * A limiter's store options on `client`: `redis`, deciding on Redis's clock; or with `clock`, a
+ * RedisStore whose scripts run on it instead, through the seam only this repository's tests
+ * reach (script-clock.ts), so that a test steps time. Such calls each go alone, never batched.
+ */
+export function onRedis(
+  client: RedisClient,
+  { clock, timeout }: { clock?: (() => number) | undefined; timeout?: number } = {},
+): Pick<LimiterOptions, 'redis' | 'store' | 'timeout'> {
+  const deadline = timeout === undefined ? {} : { timeout };
+  if (clock === undefined) return { redis: client, ...deadline };
+  return { store: runScriptsOn(new RedisStore({ client, ...deadline }), clock) };
+}
 
 /**
  * A new store of the named kind. With `clock`, a memory store decides on it, as a user's test

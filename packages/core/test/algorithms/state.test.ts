@@ -8,12 +8,10 @@ import {
   type Algorithm,
   createLimiter,
   MemoryStore,
-  RedisStore,
   type Window,
 } from '../../src/index.ts';
 import { EPOCH_MS } from '../../src/shared/lua-constants.generated.ts';
-import { runScriptsOn } from '../../src/stores/redis/script-clock.ts';
-import { limiterOn, manualClock, STORES } from '../stores.ts';
+import { limiterOn, manualClock, onRedis, STORES } from '../stores.ts';
 
 const REDIS_STORES = STORES.filter((store) => store.startsWith('redis'));
 
@@ -201,7 +199,7 @@ describe('the expiry a write sets', () => {
     const prefix = uniquePrefix('margin');
     const limiter = owned(
       createLimiter({
-        store: runScriptsOn(new RedisStore({ client: clientOf(server.url) }), clock.now),
+        ...onRedis(clientOf(server.url), { clock: clock.now }),
         prefix,
         limit: 5,
         window: '1m',

@@ -5,9 +5,8 @@ import { uniquePrefix } from '../../../../test/harness/clients.ts';
 import { scriptCallsSinceLastLook } from '../../../../test/harness/connection-checks.ts';
 import { clientOf, owned, ownServer } from '../../../../test/harness/own-redis.ts';
 import { failOnError } from '../../../../test/harness/store-errors.ts';
-import { createLimiter, type LimiterOptions, RedisStore } from '../../src/index.ts';
-import { runScriptsOn } from '../../src/stores/redis/script-clock.ts';
-import { manualClock } from '../stores.ts';
+import { createLimiter, type LimiterOptions } from '../../src/index.ts';
+import { manualClock, onRedis } from '../stores.ts';
 
 async function setup(options: Partial<LimiterOptions> = {}) {
   const server = await ownServer();
@@ -15,7 +14,7 @@ async function setup(options: Partial<LimiterOptions> = {}) {
   const clock = manualClock();
   const limiter = owned(
     createLimiter({
-      store: runScriptsOn(new RedisStore({ client: clientOf(server.url) }), clock.now),
+      ...onRedis(clientOf(server.url), { clock: clock.now }),
       prefix: uniquePrefix('block-cache'),
       limit: 3,
       window: '1m',

@@ -13,9 +13,8 @@ import {
   createLimiter,
   type Decision,
   type LimiterOptions,
-  RedisStore,
 } from '../../src/index.ts';
-import { runScriptsOn } from '../../src/stores/redis/script-clock.ts';
+import { onRedis } from '../stores.ts';
 
 const CONNECTIONS = 8;
 /**
@@ -47,12 +46,8 @@ async function race(
   clients: readonly Redis[] = Array.from({ length: CONNECTIONS }, () => connect()),
 ) {
   const prefix = uniquePrefix('race');
-  const storeOf = (client: Redis) =>
-    clock === undefined
-      ? { redis: client }
-      : { store: runScriptsOn(new RedisStore({ client }), clock) };
   const limiters = clients.map((client) =>
-    createLimiter({ ...options, ...STRICT, prefix, ...storeOf(client) }),
+    createLimiter({ ...options, ...STRICT, prefix, ...onRedis(client, { clock }) }),
   );
   const decisions = await Promise.all(
     Array.from({ length: REQUESTS }, (_, i) =>

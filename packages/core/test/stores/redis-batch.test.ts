@@ -17,12 +17,11 @@ import {
   createLimiter,
   type LimiterOptions,
   type Observer,
-  RedisStore,
   type SentinelError,
 } from '../../src/index.ts';
 import { MAX_BATCH } from '../../src/stores/redis/batch.ts';
-import { runScriptsOn } from '../../src/stores/redis/script-clock.ts';
 import { type ScriptName, scripts } from '../../src/stores/redis/scripts.generated.ts';
+import { onRedis } from '../stores.ts';
 
 /** A limiter on a server of its own; `scriptsOnly` has it run scripts, as before Redis 7. */
 async function setup(options: Partial<LimiterOptions>, scriptsOnly = false) {
@@ -281,11 +280,12 @@ describe('batching on Redis', () => {
       const client = clientOf(server.url);
       const errors: SentinelError[] = [];
       const refunds: Parameters<NonNullable<Observer['lateRefund']>>[0][] = [];
-      const store =
-        clock === undefined
-          ? { redis: client }
-          : { store: runScriptsOn(new RedisStore({ client }), clock) };
-      const shared = { ...store, prefix: uniquePrefix('batch'), limit: 10, window: '1h' };
+      const shared = {
+        ...onRedis(client, { clock }),
+        prefix: uniquePrefix('batch'),
+        limit: 10,
+        window: '1h',
+      };
       const limiter = owned(
         createLimiter({
           ...shared,

@@ -19,9 +19,8 @@ import {
   type Decision,
   type LimiterOptions,
   type PolicyOptions,
-  RedisStore,
 } from '../../src/index.ts';
-import { runScriptsOn } from '../../src/stores/redis/script-clock.ts';
+import { onRedis } from '../stores.ts';
 
 let cluster: RedisCluster;
 const clients: Cluster[] = [];
@@ -241,12 +240,8 @@ describe('on a Redis Cluster of three masters with a replica each', () => {
     clients: readonly Cluster[],
   ) {
     const prefix = uniquePrefix('cluster-race');
-    const storeOf = (client: Cluster) =>
-      clock === undefined
-        ? { redis: client }
-        : { store: runScriptsOn(new RedisStore({ client }), clock) };
     const limiters = clients.map((client) =>
-      createLimiter({ ...options, ...STRICT, prefix, ...storeOf(client) }),
+      createLimiter({ ...options, ...STRICT, prefix, ...onRedis(client, { clock }) }),
     );
     const decisions = await Promise.all(
       Array.from({ length: 1000 }, (_, i) =>
