@@ -12,6 +12,7 @@ export {
   type HeaderOptions,
   type UnverifiedCredential,
 } from './http/credentials.ts';
+export type { FetchRequestLike, HeaderRecord } from './http/fetch-request.ts';
 export {
   draft6Headers,
   draft7Headers,
@@ -46,6 +47,7 @@ export {
   SHED,
 } from './http/problem.ts';
 export type { ShedOptions } from './http/shed.ts';
+export type { TrustProxy } from './http/trust-proxy.ts';
 export type { RefusalReason } from './http/verdict.ts';
 export type { BlockCacheOptions } from './limiter/block-cache.ts';
 export type { CircuitBreakerOptions } from './limiter/circuit-breaker.ts';

@@ -8,7 +8,19 @@ export {
   type RouteLayering,
   routeLayering,
 } from './http/adapter-options.ts';
-export { mergeHttpLimiterOptions } from './http/http-limiter.ts';
+export {
+  abandoned,
+  admitted,
+  type FetchRequestFields,
+  following,
+  RequestFields,
+  refusal,
+  runtimeAddress,
+} from './http/fetch-exchange.ts';
+export type { FetchRequestLike, HeaderRecord } from './http/fetch-request.ts';
+export type { ResponseEnd } from './http/fetch-response.ts';
+export { type HttpLimiter, mergeHttpLimiterOptions } from './http/http-limiter.ts';
+export { resolveTrustProxy, type TrustProxy } from './http/trust-proxy.ts';
 export { connectOnce, type SharedConnection } from './limiter/shared-connection.ts';
 export { checkFunction, checkObject, checkOneOf, describe, fail } from './shared/validation.ts';
 // The Lua scripts and the function library, for the bench's measure of what each costs Redis.

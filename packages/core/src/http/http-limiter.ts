@@ -18,16 +18,26 @@ export type { RefusalReason, Verdict } from './verdict.ts';
 export interface HttpLimiter<Req, Res = unknown> {
   check(req: Req): Promise<Verdict>;
   /**
-   * Hands a passed request's response to `skipSuccessfulRequests` and `skipFailedRequests`:
-   * once `raw`, the Node response under `res`, has finished or its client has left, what the
-   * request took is given back if its outcome should not count. Call it for every verdict
-   * `check` passes; it does nothing, at no cost, when neither option is on.
-   */
-  /**
-   * After an admitted request: watches its response, to count it by its outcome when asked to,
-   * and to release the concurrency slots its decision holds once the response is done.
+   * After an admitted request: watches its response, to count it by its outcome when asked to
+   * (`skipSuccessfulRequests`, `skipFailedRequests`), and to release the concurrency slots its
+   * decision holds once the response is done or its client has left. Call it for every verdict
+   * `check` passes; it does nothing, at no cost, when there is nothing to follow.
    */
   countByOutcome(verdict: Verdict, req: Req, res: Res, raw: NodeResponse): void;
+  /**
+   * The two halves of `countByOutcome`, for an adapter that has the response's end before the
+   * response itself (a fetch API handler still running when its client leaves): the slots go back
+   * when `raw` closes, and the outcome is counted once the response is there.
+   */
+  releaseSlots(verdict: Verdict, req: Req, raw: NodeResponse): void;
+  countOutcome(verdict: Verdict, req: Req, res: Res, raw: NodeResponse): void;
+  /**
+   * Whether `countByOutcome` follows this verdict's response: for an adapter that must wrap a
+   * response to see its end (a fetch API body), and should not when nothing follows it.
+   */
+  follows(verdict: Verdict): boolean;
+  /** Reports a failure the adapter found with a request, as the limiter's own are reported. */
+  report(error: unknown, req: Req): void;
   readonly limiter: Limiter;
   close(): Promise<void>;
 }
@@ -110,25 +120,44 @@ export function createHttpLimiter<Req extends RequestLike, Res = unknown>(
   const refunds = new RefundByOutcome<Req, Res>(limiter, settings, report);
   const checks = new RequestChecks(settings, limiter, bans, refunds, report, shedder);
 
+  /** Concurrency slots are held while the response is written, and released once it is done. */
+  function releaseSlots(verdict: Verdict, req: Req, raw: NodeResponse): void {
+    if (verdict.action !== 'next') return;
+    const { decision, fleet, within } = verdict;
+    // 'close' comes once the response is done, and also when the client goes away first or the
+    // handler's error ends it.
+    if (decision?.lease !== undefined || fleet !== undefined || within !== undefined) {
+      const release = () => {
+        const failed = (error: unknown) => report(error, req);
+        if (decision?.lease !== undefined) limiter.release(decision).catch(failed);
+        if (within !== undefined) limiter.release(within).catch(failed);
+        if (fleet !== undefined) shedder?.release(fleet, failed);
+      };
+      // A client that left while the decision was being made closed the response already.
+      if (raw.closed === true) release();
+      else raw.once('close', release);
+    }
+  }
+
   return {
     check: (req) => checks.check(req),
+    follows(verdict) {
+      if (verdict.action !== 'next') return false;
+      if (refunds.active && verdict.decision !== undefined) return true;
+      return (
+        verdict.decision?.lease !== undefined ||
+        verdict.fleet !== undefined ||
+        verdict.within !== undefined
+      );
+    },
+    report,
     countByOutcome(verdict, req, res, raw) {
       if (refunds.active) refunds.watch(verdict.decision, req, res, raw);
-      if (verdict.action !== 'next') return;
-      const { decision, fleet, within } = verdict;
-      // Concurrency slots are held while the response is written: 'close' comes once it is
-      // done, and also when the client goes away first or the handler's error ends it.
-      if (decision?.lease !== undefined || fleet !== undefined || within !== undefined) {
-        const release = () => {
-          const failed = (error: unknown) => report(error, req);
-          if (decision?.lease !== undefined) limiter.release(decision).catch(failed);
-          if (within !== undefined) limiter.release(within).catch(failed);
-          if (fleet !== undefined) shedder?.release(fleet, failed);
-        };
-        // A client that left while the decision was being made closed the response already.
-        if (raw.closed === true) release();
-        else raw.once('close', release);
-      }
+      releaseSlots(verdict, req, raw);
+    },
+    releaseSlots,
+    countOutcome(verdict, req, res, raw) {
+      if (refunds.active) refunds.watch(verdict.decision, req, res, raw);
     },
     limiter,
     async close() {

@@ -10,7 +10,9 @@ export type SentinelErrorCode =
   /** The store answered with an error. */
   | 'STORE_FAILED'
   /** A consume, peek or reset named a tier the limiter was not given. */
-  | 'UNKNOWN_TIER';
+  | 'UNKNOWN_TIER'
+  /** A fetch adapter's runtime gave no client address for a request (see its `getConnInfo` or `clientIp`). */
+  | 'NO_CLIENT_ADDRESS';
 
 export class SentinelError extends Error {
   override readonly name = 'SentinelError';
