@@ -71,7 +71,7 @@ export interface RunningApp {
 }
 
 export interface AdapterDriver {
-  name: 'express' | 'koa' | 'fastify';
+  name: 'express' | 'koa' | 'fastify' | 'hono' | 'fetch';
   /** The app in process, for the conformance suite's supertest requests. */
   build(spec: AppSpec): Promise<BuiltApp>;
   /** The app on a real socket: `build`, then `listen`. */

@@ -1,18 +1,20 @@
 // The conformance matrix (each adapter × memory and Redis) and the HTTP helpers scenarios share.
 import { connect as connectSocket } from 'node:net';
 import type { Redis } from 'ioredis';
-import { afterEach, describe } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
 import { type HttpLimiterOptions, MemoryStore } from '../../packages/core/src/index.ts';
 import { onRedis } from '../../packages/core/test/stores.ts';
 import type { AdapterDriver, AppSpec, RouteBody } from '../adapters/driver.ts';
 import { driver as express } from '../adapters/express.ts';
 import { driver as fastify } from '../adapters/fastify.ts';
+import { driver as fetchDriver } from '../adapters/fetch.ts';
+import { driver as hono } from '../adapters/hono.ts';
 import { driver as koa } from '../adapters/koa.ts';
 import { type AppClient, clientOf, type Reply } from '../adapters/requests.ts';
 import { connect, uniquePrefix } from '../harness/clients.ts';
 
 /** Every adapter the suite covers; each scenario runs against all of them. */
-export const ADAPTERS: readonly AdapterDriver[] = [express, koa, fastify];
+export const ADAPTERS: readonly AdapterDriver[] = [express, koa, fastify, hono, fetchDriver];
 
 export const STORES = ['memory', 'redis'] as const;
 export type StoreName = (typeof STORES)[number];
@@ -52,7 +54,20 @@ export function useStore(
   }
   client ??= connect();
   const deadline = timeout === undefined ? {} : { timeout };
-  return { options: { ...onRedis(client, { clock, ...deadline }), prefix }, prefix, redis: client };
+  const dbg = {
+    onError: (e: Error) =>
+      console.log(
+        'STOREERR',
+        expect.getState().currentTestName,
+        e.message,
+        (e as { code?: string }).code,
+      ),
+  } as object;
+  return {
+    options: { ...onRedis(client, { clock, ...deadline }), prefix, ...dbg },
+    prefix,
+    redis: client,
+  };
 }
 
 /** The Redis client of a Redis store setup. */
