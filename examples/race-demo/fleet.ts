@@ -4,7 +4,7 @@ import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { PolicyOptions } from '@sentinel/core';
 
-export const ADAPTERS = ['express', 'koa', 'fastify'] as const;
+export const ADAPTERS = ['express', 'koa', 'fastify', 'hono', 'fetch'] as const;
 export type AdapterName = (typeof ADAPTERS)[number];
 
 /** The gateways' multi-policy route, `/multi`: all-or-nothing means 60 admitted leave hourly 40. */
@@ -13,8 +13,19 @@ export const MULTI_POLICIES: PolicyOptions[] = [
   { name: 'burst', limit: 60, window: '1h', algorithm: 'gcra' },
 ];
 
+/**
+ * A runtime other than this Node to run a gateway on, for the adapters that run there (`hono`,
+ * `fetch`): Bun or Deno, and the path of its binary.
+ */
+export interface GatewayRuntime {
+  name: 'bun' | 'deno';
+  binary: string;
+}
+
 export interface GatewaySpec {
   adapter: AdapterName;
+  /** @default this process's Node */
+  runtime?: GatewayRuntime;
   redisUrl: string;
   /** Key prefix of every limiter; each route adds its group: `${prefix}:${group}`. */
   prefix: string;
@@ -51,9 +62,21 @@ process.once('exit', () => {
   for (const child of children) child.kill('SIGKILL');
 });
 
-/** Spawns one gateway (`node --import tsx gateway.ts`) and waits for its port. */
+/** The command that runs gateway.ts: Node with tsx, or Bun or Deno, which run TypeScript themselves. */
+function commandOf(runtime: GatewayRuntime | undefined): [string, string[]] {
+  if (runtime === undefined) return [process.execPath, ['--import', 'tsx', ENTRY]];
+  if (runtime.name === 'bun') return [runtime.binary, [ENTRY]];
+  return [runtime.binary, ['run', '--allow-all', ENTRY]];
+}
+
+/**
+ * Spawns one gateway and waits for its port: over IPC from Node, on stdout from Bun and Deno,
+ * which are stopped by closing their stdin.
+ */
 export async function startGateway(spec: GatewaySpec): Promise<Gateway> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ENTRY], {
+  const [command, args] = commandOf(spec.runtime);
+  const ipc = spec.runtime === undefined;
+  const child = spawn(command, args, {
     cwd: FOLDER,
     env: {
       ...process.env,
@@ -64,8 +87,9 @@ export async function startGateway(spec: GatewaySpec): Promise<Gateway> {
       GATEWAY_WINDOW: spec.window ?? '1h',
       SKEW_MS: String(spec.skewMs ?? 0),
     },
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    stdio: ipc ? ['ignore', 'ignore', 'pipe', 'ipc'] : ['pipe', 'pipe', 'pipe'],
   });
+  const name = spec.runtime ? `${spec.adapter} on ${spec.runtime.name}` : spec.adapter;
   children.add(child);
   const exited = new Promise<void>((resolve) =>
     child.once('exit', () => {
@@ -83,6 +107,7 @@ export async function startGateway(spec: GatewaySpec): Promise<Gateway> {
     stopping = true;
     if (child.exitCode !== null || child.signalCode !== null) return;
     if (child.connected) child.disconnect();
+    child.stdin?.end();
     const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
     await exited;
     clearTimeout(timer);
@@ -90,10 +115,19 @@ export async function startGateway(spec: GatewaySpec): Promise<Gateway> {
   try {
     const port = await new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('no port within 30 s')), 30_000);
-      child.once('message', (message: { port: number }) => {
+      const reported = (message: { port: number }) => {
         clearTimeout(timer);
         resolve(message.port);
-      });
+      };
+      if (ipc) child.once('message', reported);
+      else {
+        let out = '';
+        child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+          out += chunk;
+          const line = out.split('\n')[0];
+          if (out.includes('\n') && line) reported(JSON.parse(line) as { port: number });
+        });
+      }
       void exited.then(() => {
         clearTimeout(timer);
         reject(new Error(`exited with ${child.exitCode ?? child.signalCode}`));
@@ -102,13 +136,13 @@ export async function startGateway(spec: GatewaySpec): Promise<Gateway> {
     // A gateway that dies mid-suite fails its requests; say why.
     void exited.then(() => {
       if (!stopping) {
-        process.stderr.write(`gateway (${spec.adapter}) exited unexpectedly:\n${stderr}\n`);
+        process.stderr.write(`gateway (${name}) exited unexpectedly:\n${stderr}\n`);
       }
     });
     return { spec, url: `http://127.0.0.1:${port}`, stop };
   } catch (error) {
     await stop();
-    throw new Error(`gateway (${spec.adapter}) did not start: ${String(error)}\n${stderr}`);
+    throw new Error(`gateway (${name}) did not start: ${String(error)}\n${stderr}`);
   }
 }
 

@@ -1,11 +1,13 @@
 // A gateway process of the race demo: one adapter's app on a free port, limited on a shared Redis.
 //
-// Configured by the environment (fleet.ts sets it): GATEWAY_ADAPTER, REDIS_URL, GATEWAY_PREFIX,
+// Runs on Node, and for the Hono and fetch adapters on Bun and Deno too (GATEWAY_ADAPTER hono or
+// fetch). Configured by the environment (fleet.ts sets it): GATEWAY_ADAPTER, REDIS_URL, GATEWAY_PREFIX,
 // GATEWAY_LIMIT, GATEWAY_WINDOW and SKEW_MS. SKEW_MS simulates a gateway whose clock is off by
 // that many milliseconds: its `/<algorithm>` routes still share the limit exactly with the other
 // gateways, which shows that Sentinel decides on Redis's clock, while its `/gateway-clock/...`
 // routes, atomic scripts on this process's clock, do not. The process reports `{ port }` over IPC once it
-// listens, and shuts down when the parent disconnects, including when the parent dies.
+// listens (on stdout under Bun and Deno), and shuts down when the parent disconnects (closes its
+// stdin), including when the parent dies.
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Decision, LimiterOptions, Window } from '@sentinel/core';
@@ -201,7 +203,95 @@ async function fastify(): Promise<Running> {
   return { port: (app.server.address() as AddressInfo).port, close: () => app.close() };
 }
 
-const builders: Record<string, () => Promise<Running>> = { express, koa, fastify };
+/** A fetch API handler served by the runtime this process runs on: Node (@hono/node-server), Bun or Deno. */
+async function serveFetch(
+  fetch: (request: Request, ...rest: unknown[]) => Response | Promise<Response>,
+): Promise<Running> {
+  const runtime = globalThis as {
+    Bun?: { serve(options: object): { port: number; stop(force: boolean): Promise<void> } };
+    Deno?: {
+      serve(
+        options: object,
+        handler: typeof fetch,
+      ): { addr: { port: number }; shutdown(): Promise<void> };
+    };
+  };
+  if (runtime.Bun) {
+    const server = runtime.Bun.serve({ hostname: '127.0.0.1', port: 0, fetch });
+    return { port: server.port, close: () => server.stop(true) };
+  }
+  if (runtime.Deno) {
+    const server = runtime.Deno.serve({ hostname: '127.0.0.1', port: 0, onListen() {} }, fetch);
+    return { port: server.addr.port, close: () => server.shutdown() };
+  }
+  const { getRequestListener } = await import('@hono/node-server');
+  return serve(getRequestListener(fetch as Parameters<typeof getRequestListener>[0]));
+}
+
+async function hono(): Promise<Running> {
+  const [{ Hono }, { rateLimit }] = await Promise.all([import('hono'), import('@sentinel/hono')]);
+  const app = new Hono();
+  const limiters = routes.map(({ path, options }) => {
+    const middleware = rateLimit({ ...base, ...options });
+    app.get(path, middleware, (c) => c.json(admitted(c.get('rateLimit'))));
+    return middleware;
+  });
+  for (const path of comparisons.keys()) {
+    app.get(path, async (c) =>
+      c.json({}, await comparisonStatus(path, c.req.header('x-tenant-id'))),
+    );
+  }
+  app.get('/clock', (c) => c.json(clock()));
+  const served = await serveFetch((request, ...rest) => app.fetch(request, rest[0]));
+  return {
+    port: served.port,
+    async close() {
+      await served.close();
+      await Promise.all(limiters.map((limiter) => limiter.close()));
+    },
+  };
+}
+
+async function fetchHandlers(): Promise<Running> {
+  const { decisionOf, withRateLimit } = await import('@sentinel/fetch');
+  const byPath = new Map(
+    routes.map(({ path, options }) => [
+      path,
+      withRateLimit(
+        (request: Request, ..._rest: unknown[]) => Response.json(admitted(decisionOf(request))),
+        {
+          ...base,
+          ...options,
+        },
+      ),
+    ]),
+  );
+  const served = await serveFetch(async (request: Request, ...rest: unknown[]) => {
+    const path = new URL(request.url).pathname;
+    const limited = byPath.get(path);
+    if (limited) return limited(request, ...rest);
+    if (comparisons.has(path)) {
+      const status = await comparisonStatus(path, request.headers.get('x-tenant-id'));
+      return Response.json({}, { status });
+    }
+    return Response.json(clock());
+  });
+  return {
+    port: served.port,
+    async close() {
+      await served.close();
+      await Promise.all([...byPath.values()].map((limited) => limited.close()));
+    },
+  };
+}
+
+const builders: Record<string, () => Promise<Running>> = {
+  express,
+  koa,
+  fastify,
+  hono,
+  fetch: fetchHandlers,
+};
 const build = builders[adapter];
 if (!build) throw new Error(`unknown GATEWAY_ADAPTER: ${adapter}`);
 const running = await build();
@@ -216,8 +306,15 @@ async function shutdown(): Promise<void> {
   redis.disconnect();
   process.exit(0);
 }
-// The parent disconnects to stop this gateway; the channel also closes if the parent dies.
-process.on('disconnect', shutdown);
 process.on('SIGTERM', shutdown);
-if (!process.connected) await shutdown();
-process.send?.({ port: running.port });
+if (process.send) {
+  // The parent disconnects to stop this gateway; the channel also closes if the parent dies.
+  process.on('disconnect', shutdown);
+  if (!process.connected) await shutdown();
+  process.send({ port: running.port });
+} else {
+  // Bun and Deno, started without an IPC channel: the port goes out on stdout, and the parent
+  // closes stdin to stop this gateway (it also closes if the parent dies).
+  process.stdin.on('end', shutdown).on('close', shutdown).resume();
+  process.stdout.write(`${JSON.stringify({ port: running.port })}\n`);
+}
