@@ -4,6 +4,7 @@ const EXPRESS = 'express-rate-limit';
 const FASTIFY = '@fastify/rate-limit';
 const KOA = 'koa-ratelimit';
 const FLEXIBLE = 'rate-limiter-flexible';
+const HONO = 'hono-rate-limiter';
 
 interface PeerOption {
   /** The libraries that use the name. */
@@ -20,20 +21,20 @@ const HANDLER = '`handler`, which replaces the 429 answer';
 
 /**
  * Names from the documented options of express-rate-limit 7–8, @fastify/rate-limit 10,
- * koa-ratelimit 6 and rate-limiter-flexible 7, and a few their older versions used (`whitelist`,
+ * koa-ratelimit 6, rate-limiter-flexible 7 and hono-rate-limiter 0.5, and a few their older versions used (`whitelist`,
  * `inmemoryBlockOnConsumed`), since migration guides still show them. A name Sentinel uses
  * itself (`store`, `redis`, `skip`, `headers`, `allowList`, `onLimited`, `handler`, `hook`,
  * `global`, `prefix`, `skipSuccessfulRequests`, `skipFailedRequests`, `requestWasSuccessful`,
  * `ban`) is not here: it is a known option wherever Sentinel takes it.
  */
 export const PEER_OPTION_NAMES: Readonly<Record<string, PeerOption>> = {
-  windowMs: { peers: [EXPRESS], use: WINDOW },
+  windowMs: { peers: [EXPRESS, HONO], use: WINDOW },
   timeWindow: { peers: [FASTIFY], use: WINDOW },
   // koa-ratelimit counts it in milliseconds, rate-limiter-flexible in seconds.
   duration: { peers: [KOA, FLEXIBLE], use: WINDOW },
   max: { peers: [EXPRESS, FASTIFY, KOA], use: '`limit`' },
   points: { peers: [FLEXIBLE], use: '`limit`' },
-  keyGenerator: { peers: [EXPRESS, FASTIFY], use: IDENTIFY },
+  keyGenerator: { peers: [EXPRESS, FASTIFY, HONO], use: IDENTIFY },
   id: { peers: [KOA], use: IDENTIFY },
   ipv6Subnet: { peers: [EXPRESS], use: '`identify: byIp({ ipv6Subnet })`' },
   keyPrefix: { peers: [FLEXIBLE], use: '`prefix`' },
@@ -45,14 +46,14 @@ export const PEER_OPTION_NAMES: Readonly<Record<string, PeerOption>> = {
   driver: { peers: [KOA], use: '`store`, `redis` or `redisUrl`; without them, state is in memory' },
   storeType: { peers: [FLEXIBLE], use: '`store`, `redis` or `redisUrl`' },
   cache: { peers: [FASTIFY], use: '`store: new MemoryStore({ maxKeys })`' },
-  standardHeaders: { peers: [EXPRESS], use: HEADERS },
+  standardHeaders: { peers: [EXPRESS, HONO], use: HEADERS },
   enableDraftSpec: { peers: [FASTIFY], use: HEADERS },
   addHeaders: { peers: [FASTIFY], use: HEADERS },
   addHeadersOnExceeding: { peers: [FASTIFY], use: HEADERS },
   legacyHeaders: { peers: [EXPRESS], use: "`headers` with 'legacy', as in ['draft-11', 'legacy']" },
   disableHeader: { peers: [KOA], use: '`headers: false`' },
-  message: { peers: [EXPRESS], use: HANDLER },
-  statusCode: { peers: [EXPRESS], use: HANDLER },
+  message: { peers: [EXPRESS, HONO], use: HANDLER },
+  statusCode: { peers: [EXPRESS, HONO], use: HANDLER },
   errorResponseBuilder: { peers: [FASTIFY], use: HANDLER },
   errorMessage: { peers: [KOA], use: HANDLER },
   throw: { peers: [KOA], use: HANDLER },
@@ -76,7 +77,12 @@ export const PEER_OPTION_NAMES: Readonly<Record<string, PeerOption>> = {
   onExceeding: { peers: [FASTIFY] },
   continueExceeding: { peers: [FASTIFY] },
   exponentialBackoff: { peers: [FASTIFY] },
-  requestPropertyName: { peers: [EXPRESS] },
+  requestPropertyName: {
+    peers: [EXPRESS, HONO],
+    use: "`contextKey` with @sentinel/hono; Express, Koa and Fastify always set `rateLimit`",
+  },
+  requestStorePropertyName: { peers: [HONO], use: "the middleware's `limiter`" },
+  binding: { peers: [HONO], use: '`store`, `redis` or `redisUrl`' },
 };
 
 /** What to tell someone who wrote a peer's option name, or undefined for any other name. */

@@ -100,7 +100,7 @@ describe("another rate limiter's option name", () => {
   it('{ windowMs, max } says what each is called here, not that `policies` is missing', () => {
     const message = limiterError({ windowMs: 15 * 60_000, max: 100 });
     expect(message).toContain(
-      "`windowMs` is express-rate-limit's name: use `window`, in milliseconds or a string such as '15m'",
+      "`windowMs` is the name in express-rate-limit and hono-rate-limiter: use `window`, in milliseconds or a string such as '15m'",
     );
     expect(message).toContain(
       '`max` is the name in express-rate-limit, @fastify/rate-limit and koa-ratelimit: use `limit`',
@@ -156,7 +156,7 @@ describe('rejectUnknownOptions, as every layer calls it', () => {
       '@sentinel/core: `tiers.PRO[1].limt` is not an option: did you mean `tiers.PRO[1].limit`?',
     );
     expect(messageOf(() => rejectUnknownFields({ windowMs: 1 }, policy, ''))).toMatch(
-      /^@sentinel\/core: `windowMs` is express-rate-limit's name/,
+      /^@sentinel\/core: `windowMs` is the name in express-rate-limit and hono-rate-limiter/,
     );
   });
 
