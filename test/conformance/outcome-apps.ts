@@ -1,5 +1,5 @@
 // Apps whose routes answer what a request asks for (a status, a hang, a hold), in each adapter, for the count-by-outcome and ban suites.
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import { afterEach, describe } from 'vitest';
 import {
   createLimiter,
@@ -7,6 +7,7 @@ import {
   type Limiter,
   type RequestLike,
 } from '../../packages/core/src/index.ts';
+import { mergeHttpLimiterOptions } from '../../packages/core/src/internal.ts';
 import {
   rateLimit as expressRateLimit,
   type RateLimitMiddleware,
@@ -18,6 +19,14 @@ import {
   type FastifyReply,
   type FastifyRequest,
 } from '../../packages/fastify/test/framework.ts';
+import { withRateLimit } from '../../packages/fetch/src/index.ts';
+import { rateLimit as honoRateLimit } from '../../packages/hono/src/index.ts';
+import {
+  type Context,
+  createAdaptorServer,
+  Hono,
+  type HttpBindings,
+} from '../../packages/hono/test/apps.ts';
 import { rateLimit as koaRateLimit } from '../../packages/koa/src/index.ts';
 import { Koa } from '../../packages/koa/test/apps.ts';
 import type { BuiltApp } from '../adapters/driver.ts';
@@ -81,7 +90,7 @@ export interface OutcomeApp extends AppClient {
 }
 
 export interface OutcomeDriver {
-  name: 'express' | 'koa' | 'fastify';
+  name: 'express' | 'koa' | 'fastify' | 'hono' | 'fetch';
   build(spec: OutcomeAppSpec): Promise<BuiltOutcomeApp>;
 }
 
@@ -186,7 +195,101 @@ const fastify: OutcomeDriver = {
   },
 };
 
-export const OUTCOME_DRIVERS: readonly OutcomeDriver[] = [express, koa, fastify];
+/** A fetch API request's headers as the room reads them: a record of lower-case names. */
+const headersOf = (request: Request) => Object.fromEntries(request.headers);
+
+/** A fetch API answer: the status the room gave, with its JSON body. */
+const answerWith = (status: number) => Response.json(body(status), { status });
+
+const hono: OutcomeDriver = {
+  name: 'hono',
+  async build({ options, login, successIs }) {
+    const limit = honoRateLimit({
+      ...options,
+      ...(successIs !== undefined && {
+        requestWasSuccessful: async (_req, res) => res.status === successIs,
+      }),
+    });
+    const room = new Room();
+    // @hono/node-server passes the Node response beside the request: the room hears it close.
+    const answer = async (c: Context<{ Bindings: HttpBindings }>) =>
+      answerWith(await room.serve(headersOf(c.req.raw), c.env.outgoing));
+    const app = new Hono<{ Bindings: HttpBindings }>();
+    try {
+      app.get('/login', login ? limit.route(login) : limit, answer);
+    } catch (error) {
+      await limit.close();
+      throw error;
+    }
+    app.get('/', limit, answer);
+    const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+    return {
+      server,
+      room,
+      listen: () => listen(server),
+      async close() {
+        await closeServer(server);
+        await limit.close();
+      },
+    };
+  },
+};
+
+/**
+ * The fetch wrapper has no router and no route(): each path is a handler of its own, and
+ * /login's options are layered over the app's by core's merge, as route() layers them.
+ */
+const fetchWrapper: OutcomeDriver = {
+  name: 'fetch',
+  async build({ options, login, successIs }) {
+    const room = new Room();
+    const answer = async (request: Request, env: HttpBindings) =>
+      answerWith(await room.serve(headersOf(request), env.outgoing));
+    const own = {
+      ...options,
+      ...(successIs !== undefined && {
+        requestWasSuccessful: async (_req: unknown, res: Response) => res.status === successIs,
+      }),
+    };
+    const root = withRateLimit(answer, own);
+    let loginHandler = root;
+    try {
+      if (login) loginHandler = withRateLimit(answer, mergeHttpLimiterOptions(own, login));
+    } catch (error) {
+      await root.close();
+      throw error;
+    }
+    const byPath = new Map([
+      ['/', root],
+      ['/login', loginHandler],
+    ]);
+    const server = createAdaptorServer({
+      fetch: (request, env) => {
+        const handler = byPath.get(new URL(request.url).pathname);
+        return handler
+          ? handler(request, env as HttpBindings)
+          : new Response(null, { status: 404 });
+      },
+    }) as Server;
+    return {
+      server,
+      room,
+      listen: () => listen(server),
+      async close() {
+        await closeServer(server);
+        await Promise.all([...new Set(byPath.values())].map((handler) => handler.close()));
+      },
+    };
+  },
+};
+
+export const OUTCOME_DRIVERS: readonly OutcomeDriver[] = [
+  express,
+  koa,
+  fastify,
+  hono,
+  fetchWrapper,
+];
 
 const running: OutcomeApp[] = [];
 const peekers: Limiter[] = [];
