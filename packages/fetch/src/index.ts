@@ -21,9 +21,12 @@ import {
 export type { FetchRequestLike, HeaderRecord, TrustProxy } from '@sentinel/core';
 export * from '@sentinel/core/adapter';
 
-/** A fetch API handler: a request, and whatever else the runtime passes beside it. */
-export type FetchHandler<Args extends unknown[] = unknown[]> = (
-  request: Request,
+/**
+ * A fetch API handler: a request (a subclass such as Next.js's `NextRequest` too), and whatever
+ * else the runtime passes beside it.
+ */
+export type FetchHandler<Args extends unknown[] = unknown[], R extends Request = Request> = (
+  request: R,
   ...args: Args
 ) => Response | Promise<Response>;
 
@@ -65,8 +68,11 @@ export interface WithRateLimitOptions<Args extends unknown[] = unknown[]>
 }
 
 /** The wrapped handler, with the limiter behind it. */
-export interface RateLimitedHandler<Args extends unknown[] = unknown[]> {
-  (request: Request, ...args: Args): Promise<Response>;
+export interface RateLimitedHandler<
+  Args extends unknown[] = unknown[],
+  R extends Request = Request,
+> {
+  (request: R, ...args: Args): Promise<Response>;
   /** The core limiter, for `peek` and `reset`. */
   readonly limiter: Limiter;
   /** Stops timers and closes the stores the limiter created; a Redis client you passed stays open. */
@@ -102,10 +108,10 @@ function runtimeClientIp(request: Request, ...args: unknown[]): string | undefin
  * Concurrency slots are held until that response's body has been sent, or its client has left.
  * @example Bun.serve({ fetch: withRateLimit(fetch, { redis, limit: 100, window: '1m' }) })
  */
-export function withRateLimit<Args extends unknown[]>(
-  handler: FetchHandler<Args>,
+export function withRateLimit<Args extends unknown[], R extends Request = Request>(
+  handler: FetchHandler<Args, R>,
   options: WithRateLimitOptions<Args>,
-): RateLimitedHandler<Args> {
+): RateLimitedHandler<Args, R> {
   checkFunction(handler, 'withRateLimit(handler)');
   const given = adapterOptions(options, 'options', FETCH_ONLY);
   const { clientIp = runtimeClientIp, trustProxy, handler: refused, ...rest } = given;
@@ -115,7 +121,7 @@ export function withRateLimit<Args extends unknown[]>(
   type Req = RateLimitRequest<Args>;
   const { http, connection } = adapterLimiter<Req, Response, typeof rest>(rest);
 
-  async function sentinelRateLimit(request: Request, ...args: Args): Promise<Response> {
+  async function sentinelRateLimit(request: R, ...args: Args): Promise<Response> {
     const req: Req = { ...fields.of(request, clientIp(request, ...args)), args };
     fields.checkAddress(req, (error) => http.report(error, req));
     const verdict = await http.check(req);
