@@ -2,7 +2,12 @@
 import * as express from '../../packages/express/src/index.ts';
 import * as fastify from '../../packages/fastify/src/index.ts';
 import { Fastify } from '../../packages/fastify/test/framework.ts';
+import * as fetchWrapper from '../../packages/fetch/src/index.ts';
+import * as hono from '../../packages/hono/src/index.ts';
 import * as koa from '../../packages/koa/src/index.ts';
+
+/** The handler the fetch wrapper is given: its options are the subject, not what it answers. */
+const ok = () => new Response('ok');
 
 /** Each adapter built with `options`, unchecked: it rejects with what construction throws. */
 export const CONSTRUCT = {
@@ -17,4 +22,6 @@ export const CONSTRUCT = {
       await app.close().catch(() => {});
     }
   },
+  hono: async (options: unknown) => void hono.rateLimit(options as never),
+  fetch: async (options: unknown) => void fetchWrapper.withRateLimit(ok, options as never),
 };

@@ -1,5 +1,5 @@
 // Every adapter takes a policy's fields at the top level, and names a misspelt option of its own.
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../packages/core/src/index.ts';
 import { manualClock } from '../../packages/core/test/stores.ts';
@@ -7,6 +7,9 @@ import * as express from '../../packages/express/src/index.ts';
 import { express5 } from '../../packages/express/test/apps.ts';
 import * as fastify from '../../packages/fastify/src/index.ts';
 import { Fastify } from '../../packages/fastify/test/framework.ts';
+import * as fetchWrapper from '../../packages/fetch/src/index.ts';
+import * as hono from '../../packages/hono/src/index.ts';
+import { createAdaptorServer, Hono } from '../../packages/hono/test/apps.ts';
 import * as koa from '../../packages/koa/src/index.ts';
 import { Koa } from '../../packages/koa/test/apps.ts';
 import { CONSTRUCT } from './construct.ts';
@@ -43,8 +46,48 @@ const APPS = {
     await app.ready();
     return { server: app.server, close: () => app.close() };
   },
+  async hono(options: hono.RateLimitOptions) {
+    const app = new Hono();
+    const limit = hono.rateLimit(options);
+    app.use(limit);
+    app.get('/', (c) => c.json({ ok: true }));
+    const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+    return { server, close: () => closeServer(server).then(() => limit.close()) };
+  },
+  async fetch(options: fetchWrapper.WithRateLimitOptions) {
+    const handler = fetchWrapper.withRateLimit(() => Response.json({ ok: true }), options);
+    const server = createAdaptorServer({ fetch: handler }) as Server;
+    return { server, close: () => closeServer(server).then(() => handler.close()) };
+  },
 };
 const NAMES = Object.keys(APPS) as (keyof typeof APPS)[];
+
+/** An app's middleware whose route() takes a route's options over the app's, unchecked. */
+interface Routed {
+  route(options: object): unknown;
+  close(): Promise<void>;
+}
+
+/** The adapters with a route(), each building its app's middleware from `options`. */
+const ROUTE: Record<'express' | 'koa' | 'hono', (options: object) => Routed> = {
+  express: (options) => express.rateLimit(options) as Routed,
+  koa: (options) => koa.rateLimit(options) as Routed,
+  hono: (options) => hono.rateLimit(options) as unknown as Routed,
+};
+const ROUTED = Object.keys(ROUTE) as (keyof typeof ROUTE)[];
+
+/**
+ * The fetch wrapper has no route(): a path with limits of its own is a wrapper of its own, given
+ * the app's options with the path's over them, as a user writes it. Closed if it was built.
+ */
+function ownPath(own: object): void {
+  const handler = fetchWrapper.withRateLimit(() => new Response('ok'), {
+    limit: 1,
+    window: '1m',
+    ...own,
+  });
+  void handler.close();
+}
 
 async function failure(name: keyof typeof CONSTRUCT, options: unknown): Promise<string> {
   try {
@@ -96,19 +139,18 @@ describe('a Redis deadline without Redis', () => {
     );
   });
 
-  it.each(['express', 'koa'] as const)(
-    "is refused in %s's route() options over an app in memory",
-    async (name) => {
-      const limit = (name === 'express' ? express : koa).rateLimit({ limit: 1, window: '1m' });
-      try {
-        expect(() => limit.route({ timeout: 20 })).toThrow(
-          '`timeout` applies to a Redis store only',
-        );
-      } finally {
-        await limit.close();
-      }
-    },
-  );
+  it.each(ROUTED)("is refused in %s's route() options over an app in memory", async (name) => {
+    const limit = ROUTE[name]({ limit: 1, window: '1m' });
+    try {
+      expect(() => limit.route({ timeout: 20 })).toThrow('`timeout` applies to a Redis store only');
+    } finally {
+      await limit.close();
+    }
+  });
+
+  it("is refused on fetch, which has no route(), in a path's own wrapper over an app in memory", () => {
+    expect(() => ownPath({ timeout: 20 })).toThrow('`timeout` applies to a Redis store only');
+  });
 });
 
 describe('a clock given to the adapter', () => {
@@ -127,21 +169,27 @@ describe('a misspelt option of the adapter itself', () => {
     );
   });
 
+  // Each adapter's own options beside core's: a misspelling of any of them gets its name.
   it.each([
-    ['hoook', 'hook'],
-    ['globl', 'global'],
-  ])('is named on fastify: `%s` for `%s`', async (typo, known) => {
-    expect(await failure('fastify', { limit: 1, window: '1m', [typo]: true })).toBe(
+    ['fastify', 'hoook', 'hook'],
+    ['fastify', 'globl', 'global'],
+    ['hono', 'getConnInf', 'getConnInfo'],
+    ['hono', 'trustProxi', 'trustProxy'],
+    ['hono', 'contextKy', 'contextKey'],
+    ['fetch', 'clientIP', 'clientIp'],
+    ['fetch', 'trustProxi', 'trustProxy'],
+  ] as const)('is named on %s: `%s` for `%s`', async (name, typo, known) => {
+    expect(await failure(name, { limit: 1, window: '1m', [typo]: true })).toBe(
       `@sentinel/core: \`${typo}\` is not an option: did you mean \`${known}\`?`,
     );
   });
 
-  it.each(['express', 'koa'] as const)(
+  it.each(ROUTED)(
     "is named in %s's route() options too, where `handler` is a route's own",
     async (name) => {
-      const limit = (name === 'express' ? express : koa).rateLimit({ limit: 1, window: '1m' });
+      const limit = ROUTE[name]({ limit: 1, window: '1m' });
       try {
-        expect(() => limit.route({ handlr: () => {} } as never)).toThrow(
+        expect(() => limit.route({ handlr: () => {} })).toThrow(
           '@sentinel/core: `handlr` is not an option: did you mean `handler`?',
         );
       } finally {
@@ -149,4 +197,10 @@ describe('a misspelt option of the adapter itself', () => {
       }
     },
   );
+
+  it("is named on fetch, which has no route(), in a path's own wrapper, where `handler` is the path's own", () => {
+    expect(() => ownPath({ handlr: () => {} })).toThrow(
+      '@sentinel/core: `handlr` is not an option: did you mean `handler`?',
+    );
+  });
 });

@@ -1,5 +1,5 @@
-// The three adapters offer one API: the same names from core, the same errors for bad options, and
-// the same value for "no decision".
+// The adapters offer one API: the same names from core, the same errors for bad options, and the
+// same value for "no decision".
 import { createServer, type Server } from 'node:http';
 import type { Decision } from '@sentinel/core';
 import { describe, expect, expectTypeOf, it } from 'vitest';
@@ -8,6 +8,9 @@ import * as express from '../../packages/express/src/index.ts';
 import { express5 } from '../../packages/express/test/apps.ts';
 import * as fastify from '../../packages/fastify/src/index.ts';
 import { Fastify } from '../../packages/fastify/test/framework.ts';
+import * as fetchWrapper from '../../packages/fetch/src/index.ts';
+import * as hono from '../../packages/hono/src/index.ts';
+import { createAdaptorServer, Hono } from '../../packages/hono/test/apps.ts';
 import * as koa from '../../packages/koa/src/index.ts';
 import { Koa } from '../../packages/koa/test/apps.ts';
 import { CONSTRUCT } from './construct.ts';
@@ -19,9 +22,11 @@ const ADAPTERS = [
   { name: 'express', module: express, own: ['rateLimit'] },
   { name: 'koa', module: koa, own: ['rateLimit'] },
   { name: 'fastify', module: fastify, own: ['sentinel', 'default', 'SENTINEL_HOOKS'] },
+  { name: 'hono', module: hono, own: ['rateLimit'] },
+  { name: 'fetch', module: fetchWrapper, own: ['withRateLimit', 'decisionOf'] },
 ] as const;
 
-describe('the three adapters', () => {
+describe('the adapters', () => {
   it.each(ADAPTERS)('re-export exactly the names of core/adapter from $name', ({ module, own }) => {
     const reExported = Object.keys(module).filter(
       (name) => !(own as readonly string[]).includes(name),
@@ -42,6 +47,16 @@ describe('the three adapters', () => {
     expectTypeOf<koa.SentinelErrorCode>().toEqualTypeOf<fastify.SentinelErrorCode>();
     expectTypeOf<koa.StoreErrorMode>().toEqualTypeOf<fastify.StoreErrorMode>();
     expectTypeOf<koa.StoreErrorMode>().toEqualTypeOf<express.StoreErrorMode>();
+    expectTypeOf<hono.Limiter>().toEqualTypeOf<express.Limiter>();
+    expectTypeOf<fetchWrapper.Limiter>().toEqualTypeOf<express.Limiter>();
+    expectTypeOf<hono.RedisStoreOptions>().toEqualTypeOf<fastify.RedisStoreOptions>();
+    expectTypeOf<fetchWrapper.RedisStoreOptions>().toEqualTypeOf<fastify.RedisStoreOptions>();
+    expectTypeOf<hono.SentinelErrorCode>().toEqualTypeOf<koa.SentinelErrorCode>();
+    expectTypeOf<fetchWrapper.SentinelErrorCode>().toEqualTypeOf<koa.SentinelErrorCode>();
+    // The two fetch API adapters also share the request their options' functions read, and
+    // the trust-proxy setting that stands in for their frameworks' missing one.
+    expectTypeOf<hono.FetchRequestLike>().toEqualTypeOf<fetchWrapper.FetchRequestLike>();
+    expectTypeOf<hono.TrustProxy>().toEqualTypeOf<fetchWrapper.TrustProxy>();
   });
 
   it('export the same names from core, including the store options and error types', () => {
@@ -50,8 +65,8 @@ describe('the three adapters', () => {
         .filter((name) => !(own as readonly string[]).includes(name))
         .sort(),
     );
-    expect(names[1]).toEqual(names[0]);
-    expect(names[2]).toEqual(names[0]);
+    expect(names).toHaveLength(5);
+    for (const [i, each] of names.entries()) expect(each, ADAPTERS[i]?.name).toEqual(names[0]);
     expect(names[0]).toEqual(
       expect.arrayContaining(['MemoryStore', 'RedisStore', 'SentinelError']),
     );
@@ -98,6 +113,7 @@ describe('bad options', () => {
   it.each([
     ['express', express.rateLimit],
     ['koa', koa.rateLimit],
+    ['hono', hono.rateLimit],
   ] as const)(
     "throw a TypeError from %s's route() for options that are not an object",
     async (_, rateLimit) => {
@@ -106,6 +122,24 @@ describe('bad options', () => {
       await limit.close();
     },
   );
+
+  it("have no route() on fetch: a path's own limits are a wrapper of their own, which checks them as the app's", async () => {
+    const handler = fetchWrapper.withRateLimit(() => new Response('ok'), {
+      limit: 1,
+      window: '1m',
+    });
+    try {
+      // The wrapper is a handler, not a router: there is nothing to layer a route's options over.
+      expect('route' in handler).toBe(false);
+      expect(Object.keys(handler).sort()).toEqual(['close', 'limiter']);
+      // What stands in for route('cost=5') is a second wrapper, and it refuses the same way.
+      expect(() => fetchWrapper.withRateLimit(() => new Response('ok'), 'cost=5' as never)).toThrow(
+        /`options` must be an object/,
+      );
+    } finally {
+      await handler.close();
+    }
+  });
 });
 
 /** What a route saw as the decision: its type, so that undefined and null stay apart. */
@@ -152,6 +186,26 @@ const APPS = {
     app.get('/open', { config: { rateLimit: false } }, async (request) => seen(request.rateLimit));
     await app.ready();
     return { server: app.server, close: () => app.close() };
+  },
+  async hono(options: hono.RateLimitOptions) {
+    const app = new Hono<{ Variables: hono.RateLimitVariables }>();
+    const limit = hono.rateLimit(options);
+    app.get('/open', (c) => c.json(seen(c.get('rateLimit'))));
+    app.get('/', limit, (c) => c.json(seen(c.get('rateLimit'))));
+    const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+    return { server, close: () => closeServer(server).then(() => limit.close()) };
+  },
+  async fetch(options: fetchWrapper.WithRateLimitOptions) {
+    // Its second argument, @hono/node-server's bindings, is where the wrapper finds the address.
+    const answer = (request: Request, ..._bindings: unknown[]) =>
+      Response.json(seen(fetchWrapper.decisionOf(request)));
+    const limited = fetchWrapper.withRateLimit(answer, options);
+    // The wrapper has no router: /open is a handler no wrapper covers.
+    const server = createAdaptorServer({
+      fetch: (request, env) =>
+        new URL(request.url).pathname === '/open' ? answer(request) : limited(request, env),
+    }) as Server;
+    return { server, close: () => closeServer(server).then(() => limited.close()) };
   },
 };
 
