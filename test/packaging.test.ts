@@ -18,7 +18,7 @@ const PACKAGES = {
   fetch: 'withRateLimit',
   rls: 'startRateLimitService',
 } as const;
-/** The adapters, each with its entry point and the core names it re-exports. */
+/** The adapters, each loaded with re-exports of core from CommonJS and ESM. */
 const ADAPTERS = ['express', 'koa', 'fastify', 'hono', 'fetch'] as const;
 let consumer: string;
 
