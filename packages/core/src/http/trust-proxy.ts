@@ -1,7 +1,8 @@
 // The client address behind proxies, for adapters whose framework has no trust-proxy setting of its own (Hono, fetch handlers).
+
+import ipaddr from 'ipaddr.js';
 import { describe, fail } from '../shared/validation.ts';
 import { ipMatcher } from './client-ip.ts';
-import { MAX_HEADER_LENGTH } from './identity.ts';
 
 /**
  * Which proxies in front of the app to believe, as Express's `trust proxy` setting reads it:
@@ -42,14 +43,19 @@ export function resolveTrustProxy(
   const trusted = hopTrust(trust, option);
   return function clientAddress(connection, forwardedFor) {
     if (connection === undefined || !forwardedFor) return connection;
-    // Longer than any proxy chain a request was sent through: only its sender wrote it.
-    if (forwardedFor.length > MAX_HEADER_LENGTH) return connection;
-    const hops = forwardedFor.split(',');
-    // From the connection outwards, while each address is a proxy we believe.
+    // From the connection outwards, while each address is a proxy we believe. Entries are read
+    // from the right, one at a time, so that a long header costs only the hops believed; an
+    // empty entry is no hop, as Express's parser drops it.
     let address = connection;
-    for (let hop = 0; hop < hops.length; hop++) {
-      if (!trusted(address, hop)) return address;
-      address = (hops[hops.length - 1 - hop] as string).trim();
+    let hop = 0;
+    let end = forwardedFor.length;
+    while (end > 0) {
+      const comma = forwardedFor.lastIndexOf(',', end - 1);
+      const entry = forwardedFor.slice(comma + 1, end).trim();
+      end = comma;
+      if (entry === '') continue;
+      if (!trusted(address, hop++)) return address;
+      address = entry;
     }
     return address;
   };
@@ -71,9 +77,32 @@ function hopTrust(trust: TrustProxy, option: string): (address: string, hop: num
       `must be true, false, a number of hops, addresses or CIDR ranges, or a function, got ${describe(trust)}`,
     );
   }
-  const ranges = entries.flatMap((entry) =>
-    typeof entry === 'string' && entry in NAMED_RANGES ? (NAMED_RANGES[entry] ?? []) : [entry],
-  );
+  // Anything but a string is left to ipMatcher, which names it.
+  const ranges = entries.flatMap((entry) => {
+    if (typeof entry !== 'string') return [entry];
+    return entry in NAMED_RANGES ? (NAMED_RANGES[entry] ?? []) : [asIPv4(entry)];
+  });
   const matches = ipMatcher(ranges, option);
   return (address) => matches(address);
+}
+
+/**
+ * An IPv4-mapped entry as the IPv4 address or range it stands for, as Express compiles it:
+ * '::ffff:10.0.0.1', the form in which Node gives a dual-stack socket's IPv4 peer, trusts
+ * 10.0.0.1, and '::ffff:10.0.0.0/104' trusts 10.0.0.0/8. Anything else is left to ipMatcher.
+ */
+function asIPv4(entry: string): string {
+  if (!entry.includes(':')) return entry;
+  try {
+    const [address, bits] = entry.includes('/')
+      ? ipaddr.parseCIDR(entry)
+      : [ipaddr.parse(entry), 128];
+    if (address.kind() !== 'ipv6' || bits < 96) return entry;
+    const v6 = address as ipaddr.IPv6;
+    if (!v6.isIPv4MappedAddress()) return entry;
+    const v4 = v6.toIPv4Address().toString();
+    return entry.includes('/') ? `${v4}/${bits - 96}` : v4;
+  } catch {
+    return entry;
+  }
 }
