@@ -7,6 +7,8 @@ import * as express from '../../packages/express/src/index.ts';
 import { express5 } from '../../packages/express/test/apps.ts';
 import * as fastify from '../../packages/fastify/src/index.ts';
 import { Fastify } from '../../packages/fastify/test/framework.ts';
+import * as hono from '../../packages/hono/src/index.ts';
+import { createAdaptorServer, Hono } from '../../packages/hono/test/apps.ts';
 import * as koa from '../../packages/koa/src/index.ts';
 import { Koa } from '../../packages/koa/test/apps.ts';
 import { connect, uniquePrefix } from '../harness/clients.ts';
@@ -66,14 +68,21 @@ const options = () => ({
 });
 
 describe('route() on a middleware built from redisUrl', () => {
-  it.each(['express', 'koa'] as const)(
+  it.each(['express', 'koa', 'hono'] as const)(
     'shares one connection across %s routes, and close() closes it once',
     async (name) => {
       await settled(0);
       const paths = GROUPS.map((group) => `/${group}`);
       let server: Server;
-      let limit: express.RateLimitMiddleware | koa.RateLimitMiddleware;
-      if (name === 'express') {
+      let limit: express.RateLimitMiddleware | koa.RateLimitMiddleware | hono.RateLimitMiddleware;
+      if (name === 'hono') {
+        const middleware = hono.rateLimit(options());
+        limit = middleware;
+        const app = new Hono();
+        for (const group of GROUPS)
+          app.get(`/${group}`, middleware.route({ group }), (c) => c.json({}));
+        server = createAdaptorServer({ fetch: app.fetch }) as Server;
+      } else if (name === 'express') {
         const middleware = express.rateLimit(options());
         limit = middleware;
         const app = express5.app();

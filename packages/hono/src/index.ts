@@ -162,8 +162,10 @@ export function rateLimit<Key extends string = 'rateLimit', E extends Env = Env>
     if (response !== c.res) c.res = response;
   };
 
+  // The client connectOnce built from `redisUrl` replaces it for the routes too, as in Express
+  // and Koa; this adapter's own options, which core's limiter does not take, go back in.
   const layering = routeLayering(
-    { ...given, ...connection.options },
+    { ...connection.options, getConnInfo, trustProxy, contextKey },
     (layered) => rateLimit<Key, E>(layered),
     http.close,
     connection,
