@@ -1,6 +1,7 @@
 // Keeps `pnpm bench` working: every suite runs for a moment against the pinned peers. It asserts
 // nothing about speed but a collapse: the bench itself fails when Sentinel under one hot key
-// falls below half the floor's throughput (its gates). bench/RESULTS.md holds a full run's figures.
+// falls below half the floor's throughput (its gates), on Bun too. bench/RESULTS.md holds a full
+// run's figures.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -19,9 +20,11 @@ it('runs every benchmark suite to the end', async () => {
   expect(ran.length).toBeGreaterThanOrEqual(7);
   // A figure that could not be measured prints as NaN or n/a: a suite that broke quietly.
   expect(stdout).not.toMatch(/NaN|n\/a/);
-  // One hot-key gate per framework, each printed with its ratio, and all held (else the bench
-  // exits 1 and execFile throws).
+  // One hot-key gate per framework, and Hono's on Bun too, each printed with its ratio, and all
+  // held (else the bench exits 1 and execFile throws).
   const gates = stdout.match(/^ {2}gate held: .*one hot key.*: \d+\.\d+×/gm) ?? [];
   console.log(gates.join('\n'));
-  expect(gates).toHaveLength(3);
+  expect(gates).toHaveLength(5);
+  // Hono's servers on Bun answered, and were measured beside Node's.
+  expect(stdout).toMatch(/^ {2}Hono on Bun \| Sentinel as users write it.* \| \d/m);
 }, 300_000);

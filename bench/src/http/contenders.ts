@@ -1,8 +1,8 @@
 // What the HTTP suite loads, per framework: a server variant under one way of keying requests.
 // Each contender gets a server process of its own; a limiter's share of the floor is taken
-// against the floor keyed the same way.
+// against the floor keyed the same way, and its share of bare against bare on the same runtime.
 import { KEY_COUNTS, type Keys } from './load.ts';
-import { type Framework, PEERS, type Variant } from './variants.ts';
+import { type Framework, PEERS, type Runtime, type Variant } from './variants.ts';
 
 export interface Contender {
   /** Unique within a framework: what the rounds, the rows and the targets call it. */
@@ -14,6 +14,10 @@ export interface Contender {
   readonly counted: string;
   /** The floor contender keyed as this one counts; none for bare and the floors. */
   readonly floor?: string;
+  /** What runs its server; Node unless it says. */
+  readonly runtime?: Runtime;
+  /** The bare contender its share of bare is of: `bare` unless it says. */
+  readonly bare?: string;
 }
 
 const count = (keys: Keys) => KEY_COUNTS[keys].toLocaleString('en-US');
@@ -83,9 +87,64 @@ export const SENTINEL_CONTENDERS: readonly SentinelContender[] = [
   },
 ];
 
-export function contendersOf(framework: Framework): readonly Contender[] {
+const AS_WRITTEN = SENTINEL_CONTENDERS.find(
+  (s) => s.name === 'sentinel-as-written',
+) as SentinelContender;
+
+const BARE: Contender = { name: 'bare', label: 'bare', variant: 'bare', keys: 'one', counted: '' };
+
+/**
+ * The same server on Bun, `bun-` before its name: its share of bare is of bare on Bun, its share
+ * of the floor of the floor on Bun.
+ */
+function onBun<C extends Contender>(contender: C): C {
+  return {
+    ...contender,
+    name: `bun-${contender.name}`,
+    runtime: 'bun',
+    bare: 'bun-bare',
+    ...(contender.floor && { floor: `bun-${contender.floor}` }),
+  };
+}
+
+/**
+ * Hono's contenders: one hot key, as its middleware is written (`app.use(rateLimit({ redis,
+ * limit, window, identify }))`), against its peer keyed by the same header; and the same app,
+ * bare, at the floor and with Sentinel, on Bun.
+ */
+const HONO_SENTINELS: readonly SentinelContender[] = [AS_WRITTEN, onBun(AS_WRITTEN)];
+
+function honoContenders(): readonly Contender[] {
   return [
-    { name: 'bare', label: 'bare', variant: 'bare', keys: 'one', counted: '' },
+    BARE,
+    floor('one'),
+    AS_WRITTEN,
+    // It has no default key; it counts by the header, as Sentinel's `identify` does.
+    ...PEERS.hono.map(
+      (peer): Contender => ({
+        name: peer,
+        label: `${peer}, its RedisStore on ioredis`,
+        variant: peer,
+        keys: 'one',
+        counted: count('one'),
+        floor: 'floor-one',
+      }),
+    ),
+    onBun(BARE),
+    onBun(floor('one')),
+    onBun(AS_WRITTEN),
+  ];
+}
+
+/** Sentinel's contenders of a framework, whose rows have targets (on Node) or a gate. */
+export function sentinelContendersOf(framework: Framework): readonly SentinelContender[] {
+  return framework === 'hono' ? HONO_SENTINELS : SENTINEL_CONTENDERS;
+}
+
+export function contendersOf(framework: Framework): readonly Contender[] {
+  if (framework === 'hono') return honoContenders();
+  return [
+    BARE,
     floor('one'),
     floor('connection'),
     floor('spread'),

@@ -1,14 +1,16 @@
 // Sentinel's options in every app: a limit nothing reaches, a count of the failures it reports,
 // and the set-up the variant names. A decision taken without Redis (past the deadline, or with
 // the breaker open) answers early, which would flatter Sentinel's figures: the suite reports them.
-import type { IncomingHttpHeaders } from 'node:http';
 import { Redis } from 'ioredis';
 import { API_KEY_HEADER, HUGE_LIMIT, type SentinelVariant, WINDOW_MS } from './variants.ts';
 
 let failures = 0;
 
-/** The `identify` users write when they trust the key a request names, synchronous. */
-function identifyByKey(req: { headers: IncomingHttpHeaders }) {
+/**
+ * The `identify` users write when they trust the key a request names, synchronous. Node's
+ * adapters give it Node's headers, Hono's a record read through to the fetch API's `Headers`.
+ */
+function identifyByKey(req: { headers: Readonly<Record<string, string | string[] | undefined>> }) {
   return { key: req.headers[API_KEY_HEADER] as string };
 }
 
@@ -39,7 +41,7 @@ export function sentinelOptions(variant: SentinelVariant, redisUrl: string) {
 }
 
 /**
- * Express's or Koa's middleware for the variant, built by `rateLimit`, and what closes it and
+ * Express's, Koa's or Hono's middleware for the variant, built by `rateLimit`, and what closes it and
  * then the client the app made, if any.
  */
 export function sentinelMiddleware<M extends { close(): Promise<void> }>(

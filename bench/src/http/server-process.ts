@@ -3,8 +3,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { bunBinary } from '../lib/bun-binary.ts';
 import { supervise } from '../lib/child-process.ts';
-import type { Framework, Variant } from './variants.ts';
+import type { Framework, Runtime, Variant } from './variants.ts';
 
 export interface ServerProcess {
   readonly variant: Variant;
@@ -16,6 +17,7 @@ export interface ServerProcess {
 const BENCH_DIR = fileURLToPath(new URL('../../', import.meta.url));
 const SERVER = fileURLToPath(new URL('server.ts', import.meta.url));
 const PUBLISHED = fileURLToPath(new URL('../lib/published-sentinel.mjs', import.meta.url));
+const PUBLISHED_BUN = fileURLToPath(new URL('../lib/published-sentinel-bun.mjs', import.meta.url));
 const STARTUP_MS = 60_000;
 
 /** The numbers the server prints: its port once it listens, its failures as it stops. */
@@ -35,18 +37,26 @@ function reports(child: ChildProcess, name: string) {
   return { port: printed('listening'), failures: printed('failures') };
 }
 
+/** The command that runs the server on `runtime`, Sentinel loaded from its built files either way. */
+function command(runtime: Runtime): [string, string[]] {
+  return runtime === 'bun'
+    ? [bunBinary(), ['--preload', PUBLISHED_BUN, SERVER]]
+    : [process.execPath, ['--import', 'tsx', '--import', PUBLISHED, SERVER]];
+}
+
 export async function startServer(
   framework: Framework,
   variant: Variant,
   redisUrl: string,
+  runtime: Runtime = 'node',
 ): Promise<ServerProcess> {
-  const args = ['--import', 'tsx', '--import', PUBLISHED, SERVER, framework, variant, redisUrl];
-  const child = spawn(process.execPath, args, {
+  const [file, args] = command(runtime);
+  const child = spawn(file, [...args, framework, variant, redisUrl], {
     cwd: BENCH_DIR,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const supervised = supervise(child);
-  const printed = reports(child, `${framework} ${variant}`);
+  const printed = reports(child, `${framework} ${variant} on ${runtime}`);
   printed.failures.catch(() => {});
   const startup = setTimeout(() => supervised.kill(), STARTUP_MS);
   let port: number;

@@ -1,5 +1,6 @@
 // One server under load, in a process of its own:
 //   node --import tsx --import ./src/lib/published-sentinel.mjs src/http/server.ts <framework> <variant> <redis-url>
+//   bun --preload ./src/lib/published-sentinel-bun.mjs src/http/server.ts hono <variant> <redis-url>
 // It prints `listening <port>` once it accepts connections; on SIGTERM or SIGINT it prints
 // `failures <n>`, the failures Sentinel reported, and closes.
 import { sentinelFailures } from './sentinel-options.ts';
@@ -12,6 +13,10 @@ const SERVE: Record<Framework, () => Promise<Serve>> = {
   express: async () => (await import('./express-app.ts')).serveExpress,
   koa: async () => (await import('./koa-app.ts')).serveKoa,
   fastify: async () => (await import('./fastify-app.ts')).serveFastify,
+  hono: async () => {
+    const app = await import('./hono-app.ts');
+    return process.versions.bun ? app.serveHonoOnBun : app.serveHono;
+  },
 };
 
 const [framework, variant, redisUrl] = process.argv.slice(2) as [Framework, Variant, string];

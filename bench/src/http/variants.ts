@@ -1,13 +1,17 @@
 // Which servers the HTTP suite can start: per framework, the bare app, the one-call floor, Sentinel
 // as three kinds of user set it up, and that framework's usual Redis-backed peers. Shared by the
 // suite and the server entry point.
-export const FRAMEWORKS = ['express', 'koa', 'fastify'] as const;
+export const FRAMEWORKS = ['express', 'koa', 'fastify', 'hono'] as const;
 export type Framework = (typeof FRAMEWORKS)[number];
+
+/** What runs a server: Node, or Bun for Hono's row on Bun. The load always comes from Node. */
+export type Runtime = 'node' | 'bun';
 
 export const PEERS = {
   express: ['express-rate-limit', 'rate-limiter-flexible'],
   koa: ['koa-ratelimit'],
   fastify: ['@fastify/rate-limit'],
+  hono: ['hono-rate-limiter'],
 } as const satisfies Record<Framework, readonly string[]>;
 
 /**

@@ -19,6 +19,9 @@ const MEASURED = [
   'rate-limiter-flexible',
   '@fastify/rate-limit',
   'koa-ratelimit',
+  'hono',
+  '@hono/node-server',
+  'hono-rate-limiter',
   'autocannon',
 ];
 
