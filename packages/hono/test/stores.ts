@@ -1,4 +1,4 @@
-// The stores the Hono suites run on, and cleanup for the servers and limiters a test starts.
+// The stores the Hono and fetch suites run on, and cleanup for the servers and limiters a test starts.
 import { afterEach, expect } from 'vitest';
 import { connect, uniquePrefix } from '../../../test/harness/clients.ts';
 import type { RedisClient } from '../src/index.ts';
@@ -40,12 +40,12 @@ export interface StoreOptions {
  * Redis gets 1 s to answer, not 50 ms, since these suites run beside others on a loaded machine
  * where a reply now and then waits 100 ms for a core. The deadline has suites of its own.
  */
-export function storeOptions(store: StoreName): StoreOptions {
+export function storeOptions(store: StoreName, label = 'hono'): StoreOptions {
   const onError = (error: Error) => {
     const code = (error as { code?: string }).code;
     reported.push(code === undefined ? error.message : `${code}: ${error.message}`);
   };
   if (store === 'memory') return { onError };
   redis ??= connect();
-  return { redis, prefix: uniquePrefix('hono'), timeout: 1_000, onError };
+  return { redis, prefix: uniquePrefix(label), timeout: 1_000, onError };
 }
