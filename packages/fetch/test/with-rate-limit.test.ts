@@ -3,6 +3,8 @@ import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { closeServer, listen } from '../../../test/adapters/server.ts';
 import { waitFor } from '../../../test/harness/wait-for.ts';
+import { serve } from '../../hono/test/apps.ts';
+import { expressIps, sendEach, TRUST_SETTINGS } from '../../hono/test/express-ip.ts';
 import { closeLater, STORES, storeOptions } from '../../hono/test/stores.ts';
 import {
   type Decision,
@@ -64,6 +66,29 @@ describe('withRateLimit', () => {
   it('has no decision for a request it never saw', () => {
     expect(decisionOf(request())).toBeUndefined();
   });
+});
+
+describe('trustProxy', () => {
+  it.each(TRUST_SETTINGS)(
+    'gives the options the client address Express 5 gives as req.ip, set to %o',
+    async (trust) => {
+      const seen: unknown[] = [];
+      const limited = closeLater(
+        withRateLimit(() => Response.json(null), {
+          limit: 1000,
+          window: '1m',
+          trustProxy: trust,
+          identify: (req) => {
+            seen.push(req.ip);
+            return { key: 'everyone' };
+          },
+        }),
+      );
+      // On @hono/node-server, whose bindings beside each request give the connection's address.
+      await sendEach(closeLater(await serve(limited)).url);
+      expect(seen).toEqual(await expressIps(trust));
+    },
+  );
 });
 
 describe.each(STORES)('with the %s store', (store) => {

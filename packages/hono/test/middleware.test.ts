@@ -8,6 +8,7 @@ import {
   SentinelError,
 } from '../src/index.ts';
 import { type Context, getConnInfo, Hono, serve } from './apps.ts';
+import { expressIps, sendEach, TRUST_SETTINGS } from './express-ip.ts';
 import { closeLater, STORES, storeOptions } from './stores.ts';
 
 type Env = { Variables: RateLimitVariables };
@@ -237,6 +238,32 @@ describe.each(STORES)('with the %s store', (store) => {
     expect([refused.status, await refused.text()]).toEqual([418, 'slow down']);
     expect(refused.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
   });
+});
+
+describe('trustProxy', () => {
+  it.each(TRUST_SETTINGS)(
+    'gives the options the client address Express 5 gives as req.ip, set to %o',
+    async (trust) => {
+      const seen: unknown[] = [];
+      const app = new Hono();
+      app.use(
+        closeLater(
+          rateLimit({
+            limit: 1000,
+            window: '1m',
+            trustProxy: trust,
+            identify: (req) => {
+              seen.push(req.ip);
+              return { key: 'everyone' };
+            },
+          }),
+        ),
+      );
+      app.get('/', (c) => c.json(null));
+      await sendEach(closeLater(await serve(app.fetch)).url);
+      expect(seen).toEqual(await expressIps(trust));
+    },
+  );
 });
 
 describe('route()', () => {
