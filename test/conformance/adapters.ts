@@ -41,7 +41,7 @@ export interface StoreSetup {
  * as the store's. Their subject is what an adapter answers; the deadline has suites of its own,
  * run alone. 1 s is ten times the usual worst wait there (about 100 ms), and still catches a hang.
  */
-const REDIS_TIMEOUT_MS = 1_000;
+export const REDIS_TIMEOUT_MS = 1_000;
 
 let client: Redis | undefined;
 const stores: MemoryStore[] = [];

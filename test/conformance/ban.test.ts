@@ -4,7 +4,7 @@ import { expect, it } from 'vitest';
 import { QUOTA_EXCEEDED } from '../../packages/core/src/index.ts';
 import { uniquePrefix } from '../harness/clients.ts';
 import { ownServer, waitFor } from '../harness/own-redis.ts';
-import { useStore } from './adapters.ts';
+import { REDIS_TIMEOUT_MS, useStore } from './adapters.ts';
 import { eachAdapter, type OutcomeOptions, startOutcomeApp, statuses } from './outcome-apps.ts';
 
 const BANNED = 'urn:sentinel:problem:banned';
@@ -103,7 +103,14 @@ eachAdapter(
       try {
         const prefix = uniquePrefix('ban');
         const app = await startOutcomeApp(driver, {
-          options: { redisUrl: server.url, prefix, ...POLICY, identify, ban: 1 },
+          options: {
+            redisUrl: server.url,
+            timeout: REDIS_TIMEOUT_MS,
+            prefix,
+            ...POLICY,
+            identify,
+            ban: 1,
+          },
         });
         expect(await statuses(app, 4)).toEqual([200, 200, 429, 403]);
         expect(await clients()).toBe(1);

@@ -4,7 +4,7 @@ import { expect, it } from 'vitest';
 import { type RequestLike, SentinelError } from '../../packages/core/src/index.ts';
 import { uniquePrefix } from '../harness/clients.ts';
 import { ownServer, RECOMMENDED, readyClient, waitFor } from '../harness/own-redis.ts';
-import { useStore } from './adapters.ts';
+import { REDIS_TIMEOUT_MS, useStore } from './adapters.ts';
 import {
   eachAdapter,
   type OutcomeApp,
@@ -139,6 +139,7 @@ eachAdapter(
       const app = await startOutcomeApp(driver, {
         options: {
           redis: client,
+          timeout: REDIS_TIMEOUT_MS,
           prefix: uniquePrefix('outcome'),
           ...POLICY,
           identify,
