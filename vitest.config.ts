@@ -33,7 +33,9 @@ export default defineConfig({
         test: {
           name: 'suites',
           include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
-          exclude: ALONE,
+          // Test folders that are workspace packages have node_modules of their own, which link
+          // back to the packages: their suites would run twice.
+          exclude: [...ALONE, '**/node_modules/**'],
           maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },
