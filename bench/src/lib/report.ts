@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type BenchConfig, type Ratio, type SuiteReport, times } from './measure.ts';
 
@@ -61,6 +61,10 @@ export function machine(): string[] {
   return [
     `- Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, commit ${command('git', ['rev-parse', '--short', 'HEAD'])}`,
     `- Machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? '?'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Linux ${command('uname', ['-r'])}`,
+    // What else ran: the same-run ratios hold under load, the absolute figures do not.
+    `- Load average as the run ended: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(', ')} (1, 5, 15 minutes) on ${cpu.length} cores`,
     `- Node.js ${process.version}, Redis ${redis} on loopback, started by the bench`,
     `- ${MEASURED.map((name) => `${name} ${version(name)}`).join(', ')}`,
   ];
