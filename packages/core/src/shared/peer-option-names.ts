@@ -79,7 +79,7 @@ export const PEER_OPTION_NAMES: Readonly<Record<string, PeerOption>> = {
   exponentialBackoff: { peers: [FASTIFY] },
   requestPropertyName: {
     peers: [EXPRESS, HONO],
-    use: "`contextKey` with @sentinel/hono; Express, Koa and Fastify always set `rateLimit`",
+    use: '`contextKey` with @sentinel/hono; Express, Koa and Fastify always set `rateLimit`',
   },
   requestStorePropertyName: { peers: [HONO], use: "the middleware's `limiter`" },
   binding: { peers: [HONO], use: '`store`, `redis` or `redisUrl`' },
