@@ -2,35 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/harness/wait-for.ts';
 import { type HttpBindings, serve } from '../../hono/test/apps.ts';
+import { gate, rest, statusOf } from '../../hono/test/responses.ts';
 import { closeLater, STORES, storeOptions } from '../../hono/test/stores.ts';
 import { withRateLimit } from '../src/index.ts';
-
-/** A promise the test settles: a handler waits on it mid-way. */
-function gate() {
-  let open: () => void = () => {};
-  const opened = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { open, opened };
-}
-
-/** The status of one GET, its body read so that the request is over. */
-async function statusOf(url: string): Promise<number> {
-  const response = await fetch(url);
-  await response.arrayBuffer();
-  return response.status;
-}
-
-/** Reads `reader` to its end, as text. */
-async function rest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<string> {
-  const decoder = new TextDecoder();
-  let text = '';
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return text;
-    text += decoder.decode(value, { stream: true });
-  }
-}
 
 /** A body that sends 'first;', waits for `between`, then sends 'last' or fails. */
 function twoChunks(between: Promise<void>, state: { cancelled: boolean }, fail = false) {

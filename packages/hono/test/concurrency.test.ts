@@ -3,36 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/harness/wait-for.ts';
 import { type RateLimitVariables, rateLimit } from '../src/index.ts';
 import { Hono, serve, stream, streamSSE } from './apps.ts';
+import { gate, rest, statusOf } from './responses.ts';
 import { closeLater, STORES, storeOptions } from './stores.ts';
 
 type Env = { Variables: RateLimitVariables };
-
-/** A promise the test settles: a streaming handler waits on it between its two chunks. */
-function gate() {
-  let open: () => void = () => {};
-  const opened = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { open, opened };
-}
-
-/** The status of one GET, its body read so that the request is over. */
-async function statusOf(url: string): Promise<number> {
-  const response = await fetch(url);
-  await response.arrayBuffer();
-  return response.status;
-}
-
-/** Reads `body` to its end, as text. */
-async function rest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<string> {
-  const decoder = new TextDecoder();
-  let text = '';
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return text;
-    text += decoder.decode(value, { stream: true });
-  }
-}
 
 /** The three ways a Hono handler streams, each writing 'first', waiting on `between`, then 'last'. */
 const STREAMS = {
