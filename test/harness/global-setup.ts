@@ -1,6 +1,7 @@
 // Starts one shared throw-away Redis for the run (or uses REDIS_URL) and hands its URL to suites.
 import { setPriority } from 'node:os';
 import type { TestProject } from 'vitest/node';
+import { compileNestApps } from './nest-apps.ts';
 import { assertRedisAvailable, type RedisProcess, startRedis } from './redis-server.ts';
 
 declare module 'vitest' {
@@ -13,6 +14,7 @@ let server: RedisProcess | undefined;
 
 export async function setup(project: TestProject): Promise<void> {
   assertRedisAvailable();
+  compileNestApps();
   let url = process.env.REDIS_URL;
   if (!url) {
     server = await startRedis();

@@ -19,7 +19,12 @@ export {
 } from './http/fetch-exchange.ts';
 export type { FetchRequestLike, HeaderRecord } from './http/fetch-request.ts';
 export type { ResponseEnd } from './http/fetch-response.ts';
-export { type HttpLimiter, mergeHttpLimiterOptions } from './http/http-limiter.ts';
+export {
+  type HttpLimiter,
+  mergeHttpLimiterOptions,
+  type NodeResponse,
+  type Verdict,
+} from './http/http-limiter.ts';
 export { resolveTrustProxy, type TrustProxy } from './http/trust-proxy.ts';
 export { connectOnce, type SharedConnection } from './limiter/shared-connection.ts';
 export { checkFunction, checkObject, checkOneOf, describe, fail } from './shared/validation.ts';

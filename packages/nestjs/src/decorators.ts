@@ -1,0 +1,32 @@
+// @RateLimit() and @SkipRateLimit(): metadata on a controller, resolver, gateway or handler, which the guard reads.
+
+import { SetMetadata } from '@nestjs/common';
+import { adapterOptions, fail } from '@sentinel/core/internal';
+import {
+  RATE_LIMIT_METADATA,
+  type RouteRateLimitOptions,
+  SKIP_RATE_LIMIT_METADATA,
+} from './options.ts';
+
+/**
+ * A route's own limits, layered over the module's options: a route naming its own policies
+ * (`limit`, `policies`, `tiers`) or store replaces the module's, and any other option (`cost`,
+ * `group`, `identify`, ...) replaces that one alone. On a class it applies to every handler; a
+ * handler's own is layered over its class's.
+ * @example @RateLimit({ group: 'search', cost: 5 })
+ */
+export function RateLimit(options: RouteRateLimitOptions): ClassDecorator & MethodDecorator {
+  // Misspelt names fail here, as the app's modules are imported; values when the app starts.
+  return SetMetadata(RATE_LIMIT_METADATA, adapterOptions(options, '@RateLimit() options', []));
+}
+
+/**
+ * Skips the guard for a class or a handler. `@SkipRateLimit(false)` on a handler limits it again
+ * inside a skipped class.
+ * @example @SkipRateLimit()
+ */
+export function SkipRateLimit(skip = true): ClassDecorator & MethodDecorator {
+  if (typeof skip !== 'boolean')
+    fail('@SkipRateLimit()', `takes true or false, got ${String(skip)}`);
+  return SetMetadata(SKIP_RATE_LIMIT_METADATA, skip);
+}

@@ -1,0 +1,124 @@
+// SentinelGuard: finds the handler's limiter, asks core for a verdict, and admits, or throws the refusal in the context's own way.
+
+import type { CanActivate, ExecutionContext } from '@nestjs/common';
+import type { Reflector } from '@nestjs/core';
+import type { Verdict } from '@sentinel/core/internal';
+import { type Exchange, exchangeOf } from './exchange.ts';
+import {
+  RATE_LIMIT_METADATA,
+  type RouteRateLimitOptions,
+  SKIP_RATE_LIMIT_METADATA,
+} from './options.ts';
+import { RateLimitException } from './rate-limit-exception.ts';
+import type { RouteLimiter, SentinelService } from './sentinel-service.ts';
+import { type HeldSlots, holdSlots } from './slots.ts';
+
+type Refusal = Extract<Verdict, { action: 'respond' }>;
+
+/**
+ * One verdict per request and limiter: a GraphQL operation runs the guard once per top-level
+ * field, and a guard bound both globally and on a route runs twice; each request is counted once.
+ */
+const verdicts = new WeakMap<object, Map<RouteLimiter, Promise<Verdict>>>();
+
+/** WsException, loaded on the first refused message: @nestjs/websockets is there only in apps with gateways. */
+let wsException: Promise<new (error: object) => Error> | undefined;
+
+/**
+ * Limits what it guards: bind it for the whole app with `{ provide: APP_GUARD, useClass:
+ * SentinelGuard }`, or on a controller, resolver, gateway or handler with
+ * `@UseGuards(SentinelGuard)`. Each handler is limited by the module's options, with its class's
+ * and its own `@RateLimit()` layered over them, unless `@SkipRateLimit()` skips it.
+ */
+export class SentinelGuard implements CanActivate {
+  constructor(
+    private readonly sentinel: SentinelService,
+    private readonly reflector: Reflector,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(SKIP_RATE_LIMIT_METADATA, targets)) return true;
+    const exchange = exchangeOf(context);
+    // Microservice transports have no client to count.
+    if (exchange === undefined) return true;
+    const limiter = this.sentinel.limiterFor(
+      this.reflector.get<RouteRateLimitOptions | undefined>(
+        RATE_LIMIT_METADATA,
+        context.getClass(),
+      ),
+      this.reflector.get<RouteRateLimitOptions | undefined>(
+        RATE_LIMIT_METADATA,
+        context.getHandler(),
+      ),
+    );
+    const verdict = await this.verdictOnce(limiter, exchange, context);
+    if (exchange.setHeader) {
+      for (const [name, value] of Object.entries(verdict.headers)) exchange.setHeader(name, value);
+    }
+    if (verdict.action === 'next') {
+      if (exchange.kind !== 'ws') exchange.request.rateLimit = verdict.decision;
+      return true;
+    }
+    throw await refusalOf(verdict, exchange);
+  }
+
+  private verdictOnce(
+    limiter: RouteLimiter,
+    exchange: Exchange,
+    context: ExecutionContext,
+  ): Promise<Verdict> {
+    // A WebSocket message has no request object of its own: its arguments stand for it.
+    const key: object = exchange.kind === 'ws' ? context.getArgs() : exchange.request;
+    let byLimiter = verdicts.get(key);
+    if (byLimiter === undefined) {
+      byLimiter = new Map();
+      verdicts.set(key, byLimiter);
+    }
+    let verdict = byLimiter.get(limiter);
+    if (verdict === undefined) {
+      verdict = limiter.check(exchange.request).then((decided) => {
+        if (decided.action === 'next') follow(limiter, decided, exchange, context);
+        return decided;
+      });
+      byLimiter.set(limiter, verdict);
+    }
+    return verdict;
+  }
+}
+
+/**
+ * Counts an admitted request by its outcome when asked to, and releases its concurrency slots
+ * when its response closes; a WebSocket message's, when its handler is done (see slots.ts).
+ */
+function follow(
+  limiter: RouteLimiter,
+  verdict: Verdict,
+  exchange: Exchange,
+  context: ExecutionContext,
+) {
+  if (exchange.raw !== undefined) {
+    limiter.countByOutcome(verdict, exchange.request, exchange.response, exchange.raw);
+  } else if (limiter.follows(verdict)) {
+    const held: HeldSlots = holdSlots(context.getArgs());
+    limiter.releaseSlots(verdict, exchange.request, held);
+  }
+}
+
+/** The refusal to throw: an HttpException over HTTP and GraphQL, a WsException to a WebSocket. */
+async function refusalOf(verdict: Refusal, exchange: Exchange): Promise<Error> {
+  if (exchange.kind === 'ws') {
+    wsException ??= import('@nestjs/websockets').then((module) => module.WsException);
+    const WsException = await wsException;
+    return new WsException({ ...verdict.body, headers: verdict.headers });
+  }
+  // The body is problem+json; a GraphQL response stays the GraphQL server's JSON.
+  if (exchange.kind === 'http') exchange.setHeader?.('Content-Type', 'application/problem+json');
+  return new RateLimitException(
+    verdict.body,
+    verdict.status,
+    verdict.reason,
+    verdict.decision,
+    verdict.headers,
+  );
+}

@@ -1,0 +1,86 @@
+// SentinelModule: forRoot and forRootAsync provide the options, the service holding the limiters, the guard and the slot interceptor.
+
+import {
+  type DynamicModule,
+  Global,
+  Inject,
+  Injectable,
+  type InjectionToken,
+  Module,
+  type ModuleMetadata,
+  type OptionalFactoryDependency,
+  type Provider,
+} from '@nestjs/common';
+import { APP_INTERCEPTOR, Reflector } from '@nestjs/core';
+import { adapterOptions } from '@sentinel/core/internal';
+import { SENTINEL_OPTIONS, type SentinelModuleOptions } from './options.ts';
+import { SentinelGuard } from './sentinel-guard.ts';
+import { NEST_ONLY, SentinelService } from './sentinel-service.ts';
+import { SlotInterceptor } from './slots.ts';
+
+// Decorators applied as functions: this package is built without decorator syntax, so that any
+// TypeScript loader runs it, and injects by explicit tokens, so that it needs no emitted metadata.
+Injectable()(SentinelGuard);
+Inject(SentinelService)(SentinelGuard, undefined, 0);
+Inject(Reflector)(SentinelGuard, undefined, 1);
+Injectable()(SlotInterceptor);
+
+/** `forRootAsync()`'s options: the options from a factory, with what it injects. */
+export interface SentinelModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  /** Builds the module's options; may be async. */
+  useFactory: (
+    // biome-ignore lint/suspicious/noExplicitAny: Nest injects whatever `inject` names.
+    ...args: any[]
+  ) => SentinelModuleOptions | Promise<SentinelModuleOptions>;
+  /** The providers passed to `useFactory`, such as `ConfigService`. */
+  inject?: Array<InjectionToken | OptionalFactoryDependency>;
+}
+
+const service: Provider = {
+  provide: SentinelService,
+  useFactory: (options: SentinelModuleOptions) => new SentinelService(options),
+  inject: [SENTINEL_OPTIONS],
+};
+
+const shared: Provider[] = [
+  service,
+  SentinelGuard,
+  // Releases a WebSocket message's slots once its handler is done; passes every other call.
+  { provide: APP_INTERCEPTOR, useClass: SlotInterceptor },
+];
+
+/**
+ * Sentinel for a Nest app, on `@nestjs/platform-express` or `@nestjs/platform-fastify`. Global:
+ * `SentinelGuard` and `SentinelService` can be injected in any module.
+ * @example imports: [SentinelModule.forRoot({ redisUrl, limit: 100, window: '1m' })]
+ */
+// biome-ignore lint/complexity/noStaticOnlyClass: a Nest dynamic module is a class with static factories.
+export class SentinelModule {
+  /** The options, checked now: a misspelt or misused option throws a TypeError naming it. */
+  static forRoot(options: SentinelModuleOptions): DynamicModule {
+    adapterOptions(options, 'SentinelModule.forRoot() options', NEST_ONLY);
+    return {
+      module: SentinelModule,
+      global: true,
+      providers: [{ provide: SENTINEL_OPTIONS, useValue: options }, ...shared],
+      exports: [SENTINEL_OPTIONS, SentinelService, SentinelGuard],
+    };
+  }
+
+  /** The options from a factory, checked when the app creates the module. */
+  static forRootAsync({
+    imports = [],
+    useFactory,
+    inject = [],
+  }: SentinelModuleAsyncOptions): DynamicModule {
+    return {
+      module: SentinelModule,
+      global: true,
+      imports,
+      providers: [{ provide: SENTINEL_OPTIONS, useFactory, inject }, ...shared],
+      exports: [SENTINEL_OPTIONS, SentinelService, SentinelGuard],
+    };
+  }
+}
+Global()(SentinelModule);
+Module({})(SentinelModule);

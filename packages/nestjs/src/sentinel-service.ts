@@ -1,0 +1,97 @@
+// The module's limiters: one for its options, one per distinct @RateLimit() layering, all closed with the app.
+import type { Limiter } from '@sentinel/core';
+import { createHttpLimiter } from '@sentinel/core';
+import {
+  adapterOptions,
+  connectOnce,
+  type HttpLimiter,
+  mergeHttpLimiterOptions,
+} from '@sentinel/core/internal';
+import type { RouteRateLimitOptions, SentinelModuleOptions, SentinelRequest } from './options.ts';
+
+export type RouteLimiter = HttpLimiter<SentinelRequest, unknown>;
+
+/** The options of this adapter alone, beside core's; none yet, so that misspellings are named. */
+export const NEST_ONLY: readonly string[] = [];
+
+/**
+ * Holds the limiters the guard uses. Inject it for `limiter` (to `peek` or `reset` a key) or for
+ * a group's limiter.
+ */
+export class SentinelService {
+  readonly #connection;
+  readonly #base: SentinelModuleOptions;
+  readonly #baseLimiter: RouteLimiter;
+  /** By class options, then handler options: one limiter per layering, however many routes share it. */
+  readonly #layered = new WeakMap<object, WeakMap<object, RouteLimiter>>();
+  readonly #built: RouteLimiter[] = [];
+  readonly #groups = new Map<string, Limiter>();
+
+  constructor(options: SentinelModuleOptions) {
+    // From `redisUrl`, one client for every route's limiter, closed after all of them.
+    this.#connection = connectOnce(adapterOptions(options, 'SentinelModule options', NEST_ONLY));
+    this.#base = this.#connection.options;
+    try {
+      this.#baseLimiter = this.#build(this.#base);
+    } catch (error) {
+      void this.#connection.close();
+      throw error;
+    }
+  }
+
+  /** The limiter of the module's own options, for `peek` and `reset`. */
+  get limiter(): Limiter {
+    return this.#baseLimiter.limiter;
+  }
+
+  /** The limiter of each `group` named in the module's options or a `@RateLimit()`, by name. */
+  get groups(): ReadonlyMap<string, Limiter> {
+    return this.#groups;
+  }
+
+  /** The HTTP limiter for a handler: the module's options, its class's over them, its own over both. */
+  limiterFor(
+    classOptions: RouteRateLimitOptions | undefined,
+    handlerOptions: RouteRateLimitOptions | undefined,
+  ): RouteLimiter {
+    if (classOptions === undefined && handlerOptions === undefined) return this.#baseLimiter;
+    const first = classOptions ?? NONE;
+    const second = handlerOptions ?? NONE;
+    let byHandler = this.#layered.get(first);
+    if (byHandler === undefined) {
+      byHandler = new WeakMap();
+      this.#layered.set(first, byHandler);
+    }
+    let limiter = byHandler.get(second);
+    if (limiter === undefined) {
+      let merged = this.#base;
+      if (classOptions !== undefined) merged = mergeHttpLimiterOptions(merged, classOptions);
+      if (handlerOptions !== undefined) merged = mergeHttpLimiterOptions(merged, handlerOptions);
+      limiter = this.#build(merged);
+      byHandler.set(second, limiter);
+    }
+    return limiter;
+  }
+
+  #build(options: SentinelModuleOptions): RouteLimiter {
+    const limiter = createHttpLimiter<SentinelRequest, unknown>(options);
+    this.#built.push(limiter);
+    if (options.group !== undefined && !this.#groups.has(options.group)) {
+      this.#groups.set(options.group, limiter.limiter);
+    }
+    return limiter;
+  }
+
+  /** Closes every limiter, then the client built from `redisUrl`; a client you passed stays open. */
+  async close(): Promise<void> {
+    await Promise.all(this.#built.map((limiter) => limiter.close()));
+    await this.#connection.close();
+  }
+
+  /** Nest calls it on `app.close()`, and on a signal once `enableShutdownHooks()` is on. */
+  onApplicationShutdown(): Promise<void> {
+    return this.close();
+  }
+}
+
+const NONE = Object.freeze({}) as RouteRateLimitOptions;
