@@ -71,7 +71,7 @@ export interface RunningApp {
 }
 
 export interface AdapterDriver {
-  name: 'express' | 'koa' | 'fastify' | 'hono' | 'fetch';
+  name: 'express' | 'koa' | 'fastify' | 'hono' | 'fetch' | 'nest-express' | 'nest-fastify';
   /** The app in process, for the conformance suite's supertest requests. */
   build(spec: AppSpec): Promise<BuiltApp>;
   /** The app on a real socket: `build`, then `listen`. */

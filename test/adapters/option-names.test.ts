@@ -12,7 +12,9 @@ import * as hono from '../../packages/hono/src/index.ts';
 import { createAdaptorServer, Hono } from '../../packages/hono/test/apps.ts';
 import * as koa from '../../packages/koa/src/index.ts';
 import { Koa } from '../../packages/koa/test/apps.ts';
+import type * as nestjs from '../../packages/nestjs/src/index.ts';
 import { CONSTRUCT } from './construct.ts';
+import { nestApp } from './nestjs.ts';
 import { get } from './requests.ts';
 import { closeServer } from './server.ts';
 
@@ -59,6 +61,7 @@ const APPS = {
     const server = createAdaptorServer({ fetch: handler }) as Server;
     return { server, close: () => closeServer(server).then(() => handler.close()) };
   },
+  nestjs: (options: nestjs.SentinelModuleOptions) => nestApp(options, [], () => ({ ok: true })),
 };
 const NAMES = Object.keys(APPS) as (keyof typeof APPS)[];
 
@@ -203,4 +206,46 @@ describe('a misspelt option of the adapter itself', () => {
       '@sentinel/core: `handlr` is not an option: did you mean `handler`?',
     );
   });
+});
+
+describe("@nestjs/throttler's option names", () => {
+  const ADAPTERS = Object.keys(CONSTRUCT) as (keyof typeof CONSTRUCT)[];
+  // Each name as ThrottlerModule.forRoot() or @Throttle() takes it, and what the answer points to.
+  const THROTTLER = [
+    ['ttl', 60_000, "use `window`, in milliseconds or a string such as '15m'"],
+    ['throttlers', [{ ttl: 60_000, limit: 10 }], 'use `policies`'],
+    ['getTracker', () => 'tracker', 'use `identify`'],
+    ['generateKey', () => 'key', 'use `identify` for whom a request counts, and `group`'],
+    ['skipIf', () => false, 'use `skip`'],
+    ['ignoreUserAgents', [/bot/], "use `skip`, testing the request's `user-agent` header"],
+    ['setHeaders', false, 'use `headers: false`'],
+    ['storage', {}, 'use `store`, `redis` or `redisUrl`'],
+    ['ipv6SubnetPrefix', 64, 'use `identify: byIp({ ipv6Subnet })`'],
+    ['blockDuration', 60_000, "use a policy's `blockFor`"],
+  ] as const;
+  const cases = ADAPTERS.flatMap((adapter) =>
+    THROTTLER.map(([name, value, use]) => [adapter, name, value, use] as const),
+  );
+
+  it.each(cases)(
+    'are answered on %s: `%s` with Sentinel’s name',
+    async (adapter, name, value, use) => {
+      const message = await failure(adapter, { limit: 1, window: '1m', [name]: value });
+      expect(message).toContain(`\`${name}\` is `);
+      expect(message).toContain(use);
+    },
+  );
+
+  it.each(ADAPTERS)(
+    'name @nestjs/throttler on %s, and what its whole forRoot() options are here',
+    async (adapter) => {
+      const message = await failure(adapter, {
+        throttlers: [{ name: 'short', ttl: 1000, limit: 3 }],
+        getTracker: () => 'tracker',
+      });
+      expect(message).toContain("`throttlers` is @nestjs/throttler's name: use `policies`");
+      expect(message).toContain("`getTracker` is @nestjs/throttler's name: use `identify`");
+      expect(message).not.toContain('required');
+    },
+  );
 });

@@ -13,7 +13,9 @@ import * as hono from '../../packages/hono/src/index.ts';
 import { createAdaptorServer, Hono } from '../../packages/hono/test/apps.ts';
 import * as koa from '../../packages/koa/src/index.ts';
 import { Koa } from '../../packages/koa/test/apps.ts';
+import * as nestjs from '../../packages/nestjs/src/index.ts';
 import { CONSTRUCT } from './construct.ts';
+import { nestApp } from './nestjs.ts';
 import { get } from './requests.ts';
 import { closeServer } from './server.ts';
 
@@ -24,6 +26,23 @@ const ADAPTERS = [
   { name: 'fastify', module: fastify, own: ['sentinel', 'default', 'SENTINEL_HOOKS'] },
   { name: 'hono', module: hono, own: ['rateLimit'] },
   { name: 'fetch', module: fetchWrapper, own: ['withRateLimit', 'decisionOf'] },
+  {
+    name: 'nestjs',
+    module: nestjs,
+    own: [
+      'SentinelModule',
+      'SentinelGuard',
+      'SentinelService',
+      'SlotInterceptor',
+      'RateLimit',
+      'SkipRateLimit',
+      'RateLimitException',
+      'SentinelThrottlerStorage',
+      'SENTINEL_OPTIONS',
+      'RATE_LIMIT_METADATA',
+      'SKIP_RATE_LIMIT_METADATA',
+    ],
+  },
 ] as const;
 
 describe('the adapters', () => {
@@ -65,7 +84,7 @@ describe('the adapters', () => {
         .filter((name) => !(own as readonly string[]).includes(name))
         .sort(),
     );
-    expect(names).toHaveLength(5);
+    expect(names).toHaveLength(ADAPTERS.length);
     for (const [i, each] of names.entries()) expect(each, ADAPTERS[i]?.name).toEqual(names[0]);
     expect(names[0]).toEqual(
       expect.arrayContaining(['MemoryStore', 'RedisStore', 'SentinelError']),
@@ -101,14 +120,23 @@ describe('bad options', () => {
   it.each(BAD_OPTIONS)(
     'throw the same TypeError from every adapter for %s',
     async (_, options, message) => {
-      const messages = await Promise.all(
-        Object.values(CONSTRUCT).map((build) => failure(build, options)),
-      );
+      // Nest answers refusals with exception filters: it has no `handler`, and says so (below).
+      const builds = Object.entries(CONSTRUCT)
+        .filter(([name]) => !(name === 'nestjs' && 'handler' in Object(options)))
+        .map(([, build]) => build);
+      const messages = await Promise.all(builds.map((build) => failure(build, options)));
       expect(messages[0]).toMatch(message);
       expect(messages).toEqual(messages.map(() => messages[0]));
-      expect(messages).toHaveLength(Object.keys(CONSTRUCT).length);
+      expect(messages).toHaveLength(builds.length);
     },
   );
+
+  it('throw a TypeError from nestjs for `handler`, pointing at an exception filter', async () => {
+    const message = await failure(CONSTRUCT.nestjs, { limit: 1, window: '1m', handler: () => {} });
+    expect(message).toBe(
+      '@sentinel/core: `handler` is not an option of @sentinel/nestjs: a refusal is thrown as a RateLimitException, which an exception filter, @Catch(RateLimitException), answers your way',
+    );
+  });
 
   it.each([
     ['express', express.rateLimit],
@@ -207,6 +235,8 @@ const APPS = {
     }) as Server;
     return { server, close: () => closeServer(server).then(() => limited.close()) };
   },
+  nestjs: (options: nestjs.SentinelModuleOptions) =>
+    nestApp(options, [{ path: '/open', rateLimit: false }], (req) => seen(req.rateLimit)),
 };
 
 async function seenAt(server: Server, path: string): Promise<Seen> {

@@ -10,11 +10,20 @@ import { driver as fastify } from '../adapters/fastify.ts';
 import { driver as fetchDriver } from '../adapters/fetch.ts';
 import { driver as hono } from '../adapters/hono.ts';
 import { driver as koa } from '../adapters/koa.ts';
+import { nestExpress, nestFastify } from '../adapters/nestjs.ts';
 import { type AppClient, clientOf, type Reply } from '../adapters/requests.ts';
 import { connect, uniquePrefix } from '../harness/clients.ts';
 
 /** Every adapter the suite covers; each scenario runs against all of them. */
-export const ADAPTERS: readonly AdapterDriver[] = [express, koa, fastify, hono, fetchDriver];
+export const ADAPTERS: readonly AdapterDriver[] = [
+  express,
+  koa,
+  fastify,
+  hono,
+  fetchDriver,
+  nestExpress,
+  nestFastify,
+];
 
 export const STORES = ['memory', 'redis'] as const;
 export type StoreName = (typeof STORES)[number];

@@ -29,7 +29,10 @@ import {
 } from '../../packages/hono/test/apps.ts';
 import { rateLimit as koaRateLimit } from '../../packages/koa/src/index.ts';
 import { Koa } from '../../packages/koa/test/apps.ts';
+import { RateLimit } from '../../packages/nestjs/src/index.ts';
+import { Controller, Get, Req, Res } from '../../packages/nestjs/test/framework.ts';
 import type { BuiltApp } from '../adapters/driver.ts';
+import { createNestApp, type Platform } from '../adapters/nestjs.ts';
 import { type AppClient, clientOf } from '../adapters/requests.ts';
 import { closeServer, listen } from '../adapters/server.ts';
 import { STORES, type StoreName, type StoreSetup } from './adapters.ts';
@@ -90,7 +93,7 @@ export interface OutcomeApp extends AppClient {
 }
 
 export interface OutcomeDriver {
-  name: 'express' | 'koa' | 'fastify' | 'hono' | 'fetch';
+  name: 'express' | 'koa' | 'fastify' | 'hono' | 'fetch' | 'nest-express' | 'nest-fastify';
   build(spec: OutcomeAppSpec): Promise<BuiltOutcomeApp>;
 }
 
@@ -283,12 +286,79 @@ const fetchWrapper: OutcomeDriver = {
   },
 };
 
+/**
+ * Nest on either platform: the room's status is set through the platform's response, which
+ * `requestWasSuccessful` gets as its second argument (Express's `res`, Fastify's `reply`).
+ */
+function nestOutcome(platform: Platform): OutcomeDriver {
+  return {
+    name: platform === 'express' ? 'nest-express' : 'nest-fastify',
+    async build({ options, login, successIs }) {
+      const room = new Room();
+      class Routes {}
+      const prototype = Routes.prototype as unknown as Record<string, unknown>;
+      const add = (name: string, path: string, own?: Partial<OutcomeOptions>) => {
+        prototype[name] = async (req: RequestLike, res: NestResponse) => {
+          const raw = res.raw ?? (res as unknown as ServerResponse);
+          const status = await room.serve(req.headers, raw);
+          if (res.code) res.code(status);
+          else res.status?.(status);
+          return body(status);
+        };
+        const descriptor = Object.getOwnPropertyDescriptor(prototype, name) as PropertyDescriptor;
+        Req()(prototype, name, 0);
+        Res({ passthrough: true })(prototype, name, 1);
+        Get(path)(prototype, name, descriptor);
+        if (own) RateLimit(own)(prototype, name, descriptor);
+      };
+      add('root', '/');
+      add('login', '/login', login);
+      Controller()(Routes);
+      const app = await createNestApp(
+        platform,
+        {
+          options: {
+            ...options,
+            ...(successIs !== undefined && {
+              requestWasSuccessful: async (_req: unknown, res: unknown) =>
+                (res as { statusCode: number }).statusCode === successIs,
+            }),
+          },
+        },
+        Routes,
+      );
+      const server = app.getHttpServer() as Server;
+      return {
+        server,
+        room,
+        async listen() {
+          await app.listen(0, '127.0.0.1');
+          return (await app.getUrl()).replace('[::1]', '127.0.0.1');
+        },
+        async close() {
+          server.closeAllConnections();
+          await app.close();
+        },
+      };
+    },
+  };
+}
+
+/** Express's `res` or Fastify's `reply`, as a Nest handler gets it with `@Res()`. */
+interface NestResponse {
+  raw?: ServerResponse;
+  code?(status: number): unknown;
+  status?(status: number): unknown;
+}
+
 export const OUTCOME_DRIVERS: readonly OutcomeDriver[] = [
   express,
   koa,
   fastify,
   hono,
   fetchWrapper,
+  nestOutcome('express'),
+  nestOutcome('fastify'),
 ];
 
 const running: OutcomeApp[] = [];

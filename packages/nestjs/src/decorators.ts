@@ -1,8 +1,9 @@
 // @RateLimit() and @SkipRateLimit(): metadata on a controller, resolver, gateway or handler, which the guard reads.
 
 import { SetMetadata } from '@nestjs/common';
-import { adapterOptions, fail } from '@sentinel/core/internal';
+import { fail } from '@sentinel/core/internal';
 import {
+  checkedOptions,
   RATE_LIMIT_METADATA,
   type RouteRateLimitOptions,
   SKIP_RATE_LIMIT_METADATA,
@@ -17,7 +18,7 @@ import {
  */
 export function RateLimit(options: RouteRateLimitOptions): ClassDecorator & MethodDecorator {
   // Misspelt names fail here, as the app's modules are imported; values when the app starts.
-  return SetMetadata(RATE_LIMIT_METADATA, adapterOptions(options, '@RateLimit() options', []));
+  return SetMetadata(RATE_LIMIT_METADATA, checkedOptions(options, '@RateLimit() options'));
 }
 
 /**

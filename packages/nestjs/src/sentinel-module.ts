@@ -11,11 +11,17 @@ import {
   type OptionalFactoryDependency,
   type Provider,
 } from '@nestjs/common';
-import { APP_INTERCEPTOR, Reflector } from '@nestjs/core';
-import { adapterOptions } from '@sentinel/core/internal';
-import { SENTINEL_OPTIONS, type SentinelModuleOptions } from './options.ts';
+import {
+  APP_INTERCEPTOR,
+  DiscoveryModule,
+  DiscoveryService,
+  MetadataScanner,
+  Reflector,
+} from '@nestjs/core';
+
+import { checkedOptions, SENTINEL_OPTIONS, type SentinelModuleOptions } from './options.ts';
 import { SentinelGuard } from './sentinel-guard.ts';
-import { NEST_ONLY, SentinelService } from './sentinel-service.ts';
+import { SentinelService } from './sentinel-service.ts';
 import { SlotInterceptor } from './slots.ts';
 
 // Decorators applied as functions: this package is built without decorator syntax, so that any
@@ -42,8 +48,28 @@ const service: Provider = {
   inject: [SENTINEL_OPTIONS],
 };
 
+/** Builds every `@RateLimit()`'s limiter once the app's modules exist: bad options fail start-up. */
+class DecoratedLimiters {
+  constructor(
+    private readonly sentinel: SentinelService,
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly reflector: Reflector,
+  ) {}
+
+  onModuleInit(): void {
+    this.sentinel.buildDecorated(this.discovery, this.scanner, this.reflector);
+  }
+}
+Injectable()(DecoratedLimiters);
+Inject(SentinelService)(DecoratedLimiters, undefined, 0);
+Inject(DiscoveryService)(DecoratedLimiters, undefined, 1);
+Inject(MetadataScanner)(DecoratedLimiters, undefined, 2);
+Inject(Reflector)(DecoratedLimiters, undefined, 3);
+
 const shared: Provider[] = [
   service,
+  DecoratedLimiters,
   SentinelGuard,
   // Releases a WebSocket message's slots once its handler is done; passes every other call.
   { provide: APP_INTERCEPTOR, useClass: SlotInterceptor },
@@ -58,10 +84,11 @@ const shared: Provider[] = [
 export class SentinelModule {
   /** The options, checked now: a misspelt or misused option throws a TypeError naming it. */
   static forRoot(options: SentinelModuleOptions): DynamicModule {
-    adapterOptions(options, 'SentinelModule.forRoot() options', NEST_ONLY);
+    checkedOptions(options, 'options');
     return {
       module: SentinelModule,
       global: true,
+      imports: [DiscoveryModule],
       providers: [{ provide: SENTINEL_OPTIONS, useValue: options }, ...shared],
       exports: [SENTINEL_OPTIONS, SentinelService, SentinelGuard],
     };
@@ -76,7 +103,7 @@ export class SentinelModule {
     return {
       module: SentinelModule,
       global: true,
-      imports,
+      imports: [DiscoveryModule, ...imports],
       providers: [{ provide: SENTINEL_OPTIONS, useFactory, inject }, ...shared],
       exports: [SENTINEL_OPTIONS, SentinelService, SentinelGuard],
     };

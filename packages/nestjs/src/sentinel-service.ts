@@ -1,18 +1,17 @@
 // The module's limiters: one for its options, one per distinct @RateLimit() layering, all closed with the app.
-import type { Limiter } from '@sentinel/core';
-import { createHttpLimiter } from '@sentinel/core';
+
+import type { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { createHttpLimiter, type Limiter } from '@sentinel/core';
+import { connectOnce, type HttpLimiter, mergeHttpLimiterOptions } from '@sentinel/core/internal';
 import {
-  adapterOptions,
-  connectOnce,
-  type HttpLimiter,
-  mergeHttpLimiterOptions,
-} from '@sentinel/core/internal';
-import type { RouteRateLimitOptions, SentinelModuleOptions, SentinelRequest } from './options.ts';
+  checkedOptions,
+  RATE_LIMIT_METADATA,
+  type RouteRateLimitOptions,
+  type SentinelModuleOptions,
+  type SentinelRequest,
+} from './options.ts';
 
 export type RouteLimiter = HttpLimiter<SentinelRequest, unknown>;
-
-/** The options of this adapter alone, beside core's; none yet, so that misspellings are named. */
-export const NEST_ONLY: readonly string[] = [];
 
 /**
  * Holds the limiters the guard uses. Inject it for `limiter` (to `peek` or `reset` a key) or for
@@ -29,7 +28,7 @@ export class SentinelService {
 
   constructor(options: SentinelModuleOptions) {
     // From `redisUrl`, one client for every route's limiter, closed after all of them.
-    this.#connection = connectOnce(adapterOptions(options, 'SentinelModule options', NEST_ONLY));
+    this.#connection = connectOnce(checkedOptions(options, 'options'));
     this.#base = this.#connection.options;
     try {
       this.#baseLimiter = this.#build(this.#base);
@@ -80,6 +79,29 @@ export class SentinelService {
       this.#groups.set(options.group, limiter.limiter);
     }
     return limiter;
+  }
+
+  /**
+   * Builds the limiter of every `@RateLimit()` in the app as it starts, so that a bad option
+   * fails `NestFactory.create()` with its TypeError instead of a request with a 500.
+   */
+  buildDecorated(
+    discovery: DiscoveryService,
+    scanner: MetadataScanner,
+    reflector: Reflector,
+  ): void {
+    const options = (target: object) =>
+      reflector.get<RouteRateLimitOptions | undefined>(RATE_LIMIT_METADATA, target as never);
+    for (const { metatype } of [...discovery.getControllers(), ...discovery.getProviders()]) {
+      if (typeof metatype !== 'function' || metatype.prototype === undefined) continue;
+      const classOptions = options(metatype);
+      for (const name of scanner.getAllMethodNames(metatype.prototype)) {
+        const handlerOptions = options(metatype.prototype[name]);
+        if (classOptions !== undefined || handlerOptions !== undefined) {
+          this.limiterFor(classOptions, handlerOptions);
+        }
+      }
+    }
   }
 
   /** Closes every limiter, then the client built from `redisUrl`; a client you passed stays open. */

@@ -164,6 +164,7 @@ export async function createHttpApp({
   if (platform === 'express') {
     const app = await NestFactory.create<NestExpressApplication>(module, new ExpressAdapter(), {
       logger: false,
+      abortOnError: false,
     });
     app.set('trust proxy', true);
     return app.init();
@@ -171,7 +172,7 @@ export async function createHttpApp({
   const app = await NestFactory.create<NestFastifyApplication>(
     module,
     new FastifyAdapter({ trustProxy: true }),
-    { logger: false },
+    { logger: false, abortOnError: false },
   );
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
