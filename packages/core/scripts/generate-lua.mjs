@@ -31,9 +31,13 @@ const luaFiles = (folder) =>
   readdirSync(join(root, folder))
     .filter((file) => file.endsWith('.lua'))
     .map((file) => file.slice(0, -'.lua'.length));
-// Every lua/*.lua file but the two entry points (evaluate, batch) is an algorithm, listed above,
-// that registers under its own name.
-const files = luaFiles('lua').filter((name) => !['evaluate', 'batch'].includes(name));
+// Scripts that decide no policy: each its own entry, on the prelude alone (see `entries`).
+const standalone = ['throttler'];
+// Every lua/*.lua file but the entry points (evaluate, batch and the standalone scripts) is an
+// algorithm, listed above, that registers under its own name.
+const files = luaFiles('lua').filter(
+  (name) => !['evaluate', 'batch', ...standalone].includes(name),
+);
 for (const name of files) {
   if (!kinds.includes(name)) throw new Error(`lua/${name}.lua is not in the algorithm list`);
 }
@@ -110,6 +114,7 @@ const entries = [
   ['mixed', compose(kinds)],
   ['batch', compose(kinds, batch)],
   ...kinds.map((name) => [`batch-${name}`, compose([name], batch)]),
+  ...standalone.map((name) => [name, compose([], lua(name))]),
 ];
 
 // Redis 7 and later also hold all of it as one function library, loaded once per server: FCALL
@@ -122,17 +127,15 @@ const libraryCode = [
   'local KEYS, ARGV',
   prelude,
   ...kinds.map(lua),
-  ...[
-    ['evaluate', evaluate],
-    ['batch', batch],
-  ].map(
+  ...[['evaluate', evaluate], ['batch', batch], ...standalone.map((name) => [name, lua(name)])].map(
     ([entry, body]) =>
       `redis.register_function('FUNCTION_${entry}', function(keys, args)\nKEYS, ARGV = keys, args\n${body}end)\n`,
   ),
 ].join('\n');
 const libraryName = `sentinel_${createHash('sha1').update(libraryCode).digest('hex').slice(0, 16)}`;
 const library = `#!lua name=${libraryName}\n${libraryCode.replaceAll('FUNCTION_', `${libraryName}_`)}`;
-const functionOf = (name) => `${libraryName}_${name.startsWith('batch') ? 'batch' : 'evaluate'}`;
+const functionOf = (name) =>
+  `${libraryName}_${standalone.includes(name) ? name : name.startsWith('batch') ? 'batch' : 'evaluate'}`;
 
 const HEADER =
   '// Generated from lua/*.lua by packages/core/scripts/generate-lua.mjs. Do not edit.\n\n';

@@ -27,6 +27,12 @@ export {
 } from './http/http-limiter.ts';
 export { resolveTrustProxy, type TrustProxy } from './http/trust-proxy.ts';
 export { connectOnce, type SharedConnection } from './limiter/shared-connection.ts';
+// @nestjs/throttler's storage, which @sentinel/nestjs wraps: lua/throttler.lua and its memory twin.
+export {
+  ThrottlerCounter,
+  type ThrottlerCounterOptions,
+  type ThrottlerRecord,
+} from './limiter/throttler-counter.ts';
 export { checkFunction, checkObject, checkOneOf, describe, fail } from './shared/validation.ts';
 // The Lua scripts and the function library, for the bench's measure of what each costs Redis.
 export {

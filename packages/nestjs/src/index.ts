@@ -1,6 +1,6 @@
 // @sentinel/nestjs: a module, a guard and decorators that map a Nest call to core's HTTP limiter, and a storage for @nestjs/throttler.
 export * from '@sentinel/core/adapter';
-export { RateLimit, SkipRateLimit } from './decorators.ts';
+export { RateLimit, RateLimitDecision, SkipRateLimit } from './decorators.ts';
 export {
   RATE_LIMIT_METADATA,
   type RouteRateLimitOptions,
@@ -14,3 +14,7 @@ export { SentinelGuard } from './sentinel-guard.ts';
 export { SentinelModule, type SentinelModuleAsyncOptions } from './sentinel-module.ts';
 export { SentinelService } from './sentinel-service.ts';
 export { SlotInterceptor } from './slots.ts';
+export {
+  SentinelThrottlerStorage,
+  type SentinelThrottlerStorageOptions,
+} from './throttler-storage.ts';

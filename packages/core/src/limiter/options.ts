@@ -162,7 +162,19 @@ export const LIMITER_OPTION_NAMES: readonly string[] = Object.freeze([
   ...SHORTHAND_FIELDS,
 ]);
 
-const MODES = ['allow', 'deny', 'local'] as const satisfies readonly StoreErrorMode[];
+/** What `onStoreError` may say. */
+export const STORE_ERROR_MODES = [
+  'allow',
+  'deny',
+  'local',
+] as const satisfies readonly StoreErrorMode[];
+
+/** A key prefix: the hash tag that follows it must be the key's first `{`. */
+export function checkPrefix(prefix: unknown): asserts prefix is string {
+  if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
+    fail('prefix', 'must be a non-empty string without `{` or `}`, which would break the hash tag');
+  }
+}
 
 /** Every option but the store, checked and resolved. */
 export interface ResolvedOptions {
@@ -193,10 +205,8 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     observe,
     logger,
   } = options;
-  if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
-    fail('prefix', 'must be a non-empty string without `{` or `}`, which would break the hash tag');
-  }
-  checkOneOf(onStoreError, MODES, 'onStoreError');
+  checkPrefix(prefix);
+  checkOneOf(onStoreError, STORE_ERROR_MODES, 'onStoreError');
   if (onError !== undefined) checkFunction(onError, 'onError');
   const { plans, fallback } = resolvePlans(options);
   const observers = resolveObservers(observe, logger);

@@ -1,6 +1,6 @@
 // One call of the Redis store in flight: its server, its sends, its expiry, and its caller.
 import type { SentinelError } from '../../shared/errors.ts';
-import type { StoreReply, StoreRequest } from '../../shared/types.ts';
+import type { StoreReply } from '../../shared/types.ts';
 import { listeningTime } from './listening-time.ts';
 import type { RedisNode } from './node.ts';
 import type { ScriptCall, Send } from './send.ts';
@@ -17,8 +17,16 @@ export function giveUpLead(timeout: number): number {
   return Math.min(2, timeout / 5);
 }
 
-/** A call in flight: its server, when it was made and last sent, and whether anyone still waits. */
-export class RedisCall implements ScriptCall {
+/** Who hears of a reply that came after the call failed: a StoreRequest's `late`. */
+export interface LateListener<Reply> {
+  late?(reply: Reply): void;
+}
+
+/**
+ * A call in flight: its server, when it was made and last sent, and whether anyone still waits.
+ * `Reply` is what it settles with: a decision's StoreReply, or a script's own (see `runScript`).
+ */
+export class RedisCall<Reply = StoreReply> implements ScriptCall {
   readonly calledAt = performance.now();
   /** Its server, known once it is sent: a Cluster's slot table comes with its connection. */
   node: RedisNode | undefined;
@@ -35,20 +43,20 @@ export class RedisCall implements ScriptCall {
    * The request a reply goes to when it comes after the call failed (see StoreRequest.late),
    * for a call that writes; undefined once it has heard, or when nobody need hear.
    */
-  late: Pick<StoreRequest, 'late'> | undefined;
+  late: LateListener<Reply> | undefined;
   readonly #expires: boolean;
   readonly #timeout: number;
   /** What the latest send returned: the expiry Redis checks, or '' for none. */
   #expiry = '';
-  readonly #resolve: (value: StoreReply) => void;
+  readonly #resolve: (value: Reply) => void;
   readonly #reject: (error: SentinelError) => void;
 
   constructor(
     expires: boolean,
     timeout: number,
-    resolve: (value: StoreReply) => void,
+    resolve: (value: Reply) => void,
     reject: (error: SentinelError) => void,
-    late?: Pick<StoreRequest, 'late'>,
+    late?: LateListener<Reply>,
   ) {
     this.late = late;
     this.#expires = expires;
@@ -118,7 +126,7 @@ export class RedisCall implements ScriptCall {
    * to whoever hears of late replies: Redis ran the call after all, and the caller was told
    * otherwise. At most once: a call runs at most once, and the reply of its one run goes there.
    */
-  resolve(value: StoreReply): void {
+  resolve(value: Reply): void {
     const late = this.late;
     this.late = undefined;
     if (!this.settled) {

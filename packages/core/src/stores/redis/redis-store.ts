@@ -10,7 +10,7 @@ import {
   rejectUnknownOptions,
 } from '../../shared/validation.ts';
 import { RedisBatches } from './batch.ts';
-import { BACKSTOP_TIMEOUTS, giveUpLead, RedisCall } from './call.ts';
+import { BACKSTOP_TIMEOUTS, giveUpLead, type LateListener, RedisCall } from './call.ts';
 import {
   type RedisConnection,
   type SupportedRedisClient,
@@ -22,7 +22,7 @@ import { RedisNode } from './node.ts';
 import { decodeReply } from './reply.ts';
 import { scriptClockOf } from './script-clock.ts';
 import { evaluateScript } from './script-evaluator.ts';
-import { scripts } from './scripts.generated.ts';
+import { type ScriptName, scripts } from './scripts.generated.ts';
 
 /** A client the store can use: ioredis 5 or 6, iovalkey or node-redis 5+, `Redis` or `Cluster`. */
 export type RedisClient = SupportedRedisClient;
@@ -53,6 +53,15 @@ export interface RedisStoreOptions {
   connectTimeout?: number;
 }
 
+/** A call whatever it settles with, as the deadline checks see it: they read no reply. */
+type AnyCall = RedisCall<never>;
+
+/**
+ * Who hears of a script's late reply (see `runScript`): nobody. Its call writes, so Redis must
+ * not run it late, but it decides no policy, so there is nothing to give back.
+ */
+const NO_LATE_LISTENER: LateListener<number[]> = {};
+
 /** What a reset resolves its call with: it decides nothing. */
 const NOTHING: StoreReply = { allowed: true, policies: [] };
 
@@ -60,7 +69,10 @@ const NOTHING: StoreReply = { allowed: true, policies: [] };
  * Sends a call to its server: a promise of its reply (undefined when it is answered otherwise),
  * or undefined when the command settles the call itself, as a batch member does.
  */
-type Command = (call: RedisCall, node: RedisNode) => Promise<StoreReply | undefined> | undefined;
+type Command<Reply = StoreReply> = (
+  call: RedisCall<Reply>,
+  node: RedisNode,
+) => Promise<Reply | undefined> | undefined;
 
 const REDIS_STORE_OPTIONS = {
   client: true,
@@ -82,7 +94,7 @@ export class RedisStore implements Store {
   readonly #nodes = new Map<string, RedisNode>();
   readonly #batches: RedisBatches;
   /** Calls in flight, held ones included; settled ones are dropped as the timer passes. */
-  #pending: RedisCall[] = [];
+  #pending: AnyCall[] = [];
   /** Sends held until the first connection is ready. */
   #held: Array<() => void> = [];
   #everReady: boolean;
@@ -228,6 +240,32 @@ export class RedisStore implements Store {
   }
 
   /**
+   * Runs a script that decides no policy (such as lua/throttler.lua) as a call of this store:
+   * under its deadline, and, since it writes, with an expiry after which Redis does nothing with
+   * it, which the evaluator writes into `args[expiryArg]`. Resolves with the reply less its
+   * trailing Redis clock; rejects with a SentinelError as a decision's call does.
+   */
+  runScript(
+    name: ScriptName,
+    keys: readonly string[],
+    args: string[],
+    expiryArg: number,
+  ): Promise<number[]> {
+    return this.#call<number[]>(keys, NO_LATE_LISTENER, (call, node) =>
+      evaluateScript(
+        this.#client,
+        this.#functions,
+        node,
+        scripts[name],
+        keys,
+        args,
+        call,
+        expiryArg,
+      ),
+    );
+  }
+
+  /**
    * Whether the keys are on a Cluster and in more than one hash slot, so that no one script call
    * can take them. Keys with one hash tag, as every single identity's, are in one.
    */
@@ -279,11 +317,11 @@ export class RedisStore implements Store {
    * Makes a call. `writer` is the request of a call that writes: Redis must not run it late, and
    * the request hears of a reply that comes after the call gave up all the same.
    */
-  #call(
+  #call<Reply = StoreReply>(
     keys: readonly string[],
-    writer: Pick<StoreRequest, 'late'> | undefined,
-    command: Command,
-  ): Promise<StoreReply> {
+    writer: LateListener<Reply> | undefined,
+    command: Command<Reply>,
+  ): Promise<Reply> {
     return new Promise((resolve, reject) => {
       const call = new RedisCall(writer !== undefined, this.#timeout, resolve, reject, writer);
       const client = this.#client;
@@ -311,7 +349,7 @@ export class RedisStore implements Store {
     });
   }
 
-  #send(call: RedisCall, keys: readonly string[], command: Command): void {
+  #send<Reply>(call: RedisCall<Reply>, keys: readonly string[], command: Command<Reply>): void {
     // A call that already failed its deadline must not reach Redis late and consume quota.
     if (call.settled) return;
     const node = this.#node(keys[0]);
@@ -321,7 +359,7 @@ export class RedisStore implements Store {
   }
 
   /** Settles a call with the reply a command promised. */
-  #settle(call: RedisCall, node: RedisNode, reply: Promise<StoreReply | undefined>): void {
+  #settle<Reply>(call: RedisCall<Reply>, node: RedisNode, reply: Promise<Reply | undefined>): void {
     reply.then(
       (value) => {
         if (value !== undefined) call.resolve(value);
@@ -331,7 +369,7 @@ export class RedisStore implements Store {
   }
 
   /** Fails a call whose command failed: a reply error means its server answered. */
-  #failed(call: RedisCall, node: RedisNode, error: unknown): void {
+  #failed(call: AnyCall, node: RedisNode, error: unknown): void {
     if (error instanceof SentinelError) {
       call.fail(error);
       return;
@@ -417,7 +455,7 @@ export class RedisStore implements Store {
    * not fail now: when its silence would reach its deadline were the process to do nothing but
    * wait for Redis until then, or its backstop passes, and never before it may give up.
    */
-  #dueAt(call: RedisCall, now: number, listening: number): number {
+  #dueAt(call: AnyCall, now: number, listening: number): number {
     const { node, sent } = call;
     if (node === undefined || sent === undefined) return call.calledAt + this.#connectTimeout;
     if (node.down || !this.#client.isReady()) return sent.mayGiveUpAt;
@@ -434,7 +472,7 @@ export class RedisStore implements Store {
    * silent server while the process never idles. Either way the call has waited past the expiry
    * it carries, so Redis cannot run it once it has been given up.
    */
-  #overdue(call: RedisCall, now: number, listening: number): boolean {
+  #overdue(call: AnyCall, now: number, listening: number): boolean {
     const { node, sent } = call;
     if (node === undefined || sent === undefined)
       return now - call.calledAt >= this.#connectTimeout;
@@ -448,7 +486,7 @@ export class RedisStore implements Store {
   }
 
   /** What an overdue call fails with: one error per deadline among the calls of one check. */
-  #failure(call: RedisCall, failures: Map<number, SentinelError>): SentinelError {
+  #failure(call: AnyCall, failures: Map<number, SentinelError>): SentinelError {
     // A call never sent waited for the first connection; -1 stands for that wait.
     const { node, sent } = call;
     const deadline = node === undefined || sent === undefined ? -1 : Math.round(sent.deadline);
