@@ -16,11 +16,50 @@ const PACKAGES = {
   fastify: 'sentinel',
   hono: 'rateLimit',
   fetch: 'withRateLimit',
+  nestjs: 'SentinelModule',
   rls: 'startRateLimitService',
 } as const;
 /** The adapters, each loaded with re-exports of core from CommonJS and ESM. */
-const ADAPTERS = ['express', 'koa', 'fastify', 'hono', 'fetch'] as const;
+const ADAPTERS = ['express', 'koa', 'fastify', 'hono', 'fetch', 'nestjs'] as const;
 let consumer: string;
+/** A second project, on the previous major of Nest, with @sentinel/nestjs and core alone. */
+let nest11: string;
+
+/**
+ * A Nest app limited to one request a minute, in plain JavaScript (decorators applied as
+ * functions, which any Nest runs), answering the statuses of two GETs. `load` imports its names.
+ */
+const nestApp = (load: string) => `${load}
+class Routes {
+  root(req) { return { remaining: req.rateLimit?.remaining ?? null }; }
+}
+Req()(Routes.prototype, 'root', 0);
+Get()(Routes.prototype, 'root', Object.getOwnPropertyDescriptor(Routes.prototype, 'root'));
+Controller()(Routes);
+class AppModule {}
+Module({
+  imports: [SentinelModule.forRoot({ limit: 1, window: '1m' })],
+  controllers: [Routes],
+  providers: [{ provide: APP_GUARD, useClass: SentinelGuard }],
+})(AppModule);
+(async () => {
+  const app = await NestFactory.create(AppModule, { logger: false });
+  await app.listen(0, '127.0.0.1');
+  const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+  const statuses = [];
+  for (let i = 0; i < 2; i++) statuses.push((await fetch(url)).status);
+  await app.close();
+  console.log(JSON.stringify(statuses));
+})();
+`;
+const nestEsm = nestApp(`import 'reflect-metadata';
+import { Controller, Get, Module, Req } from '@nestjs/common';
+import { APP_GUARD, NestFactory } from '@nestjs/core';
+import { SentinelGuard, SentinelModule } from '@sentinel/nestjs';`);
+const nestCjs = nestApp(`require('reflect-metadata');
+const { Controller, Get, Module, Req } = require('@nestjs/common');
+const { APP_GUARD, NestFactory } = require('@nestjs/core');
+const { SentinelGuard, SentinelModule } = require('@sentinel/nestjs');`);
 
 const USE_CORE = `
 const limiter = createLimiter({ limit: 2, window: '1m' });
@@ -66,11 +105,36 @@ beforeAll(async () => {
       ...tarballs.map((t) => `./${t}`),
       // The optional peer that @sentinel/core/prometheus needs, as its user would add it.
       'prom-client@15.1.3',
+      // Nest's HTTP platform, which a Nest app adds beside @sentinel/nestjs's peers.
+      '@nestjs/platform-express@12',
     ],
     {
       cwd: consumer,
     },
   );
+  await writeFile(join(consumer, 'nest-app.mjs'), nestEsm);
+  await writeFile(join(consumer, 'nest-app.cjs'), nestCjs);
+  nest11 = await mkdtemp(join(tmpdir(), 'sentinel-nest11-'));
+  await writeFile(join(nest11, 'package.json'), '{ "name": "nest11", "private": true }');
+  const sentinelTarballs = tarballs.filter((t) => /^sentinel-(core|nestjs)-/.test(t));
+  await run(
+    'npm',
+    [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '--prefer-offline',
+      ...sentinelTarballs.map((t) => join(consumer, t)),
+      '@nestjs/common@11',
+      '@nestjs/core@11',
+      '@nestjs/platform-express@11',
+      'reflect-metadata@0.2',
+      'rxjs@7',
+    ],
+    { cwd: nest11 },
+  );
+  await writeFile(join(nest11, 'nest-app.mjs'), nestEsm);
+  await writeFile(join(nest11, 'nest-app.cjs'), nestCjs);
   await writeFile(
     join(consumer, 'core.mjs'),
     `import { createLimiter, ALGORITHMS, MemoryStore } from '@sentinel/core';\n${USE_CORE}`,
@@ -140,6 +204,7 @@ export { app, handler };
 
 afterAll(async () => {
   if (consumer) await rm(consumer, { recursive: true, force: true });
+  if (nest11) await rm(nest11, { recursive: true, force: true });
 });
 
 describe('the packed packages', () => {
@@ -224,6 +289,21 @@ describe('the packed packages', () => {
       expect(stdout.trim()).toBe('function function function');
     },
   );
+
+  it.each([
+    ['12', 'nest-app.mjs'],
+    ['12', 'nest-app.cjs'],
+    ['11', 'nest-app.mjs'],
+    ['11', 'nest-app.cjs'],
+  ])('limit a Nest %s app from %s', async (major, file) => {
+    const cwd = major === '11' ? nest11 : consumer;
+    const manifest = JSON.parse(
+      await readFile(join(cwd, 'node_modules/@nestjs/core/package.json'), 'utf8'),
+    );
+    expect(manifest.version).toMatch(new RegExp(`^${major}[.]`));
+    const { stdout } = await run(process.execPath, [file], { cwd });
+    expect(JSON.parse(stdout)).toEqual([200, 429]);
+  });
 
   it.each(['typed.mts', 'typed.cts', 'fetch-api.mts', 'fetch-api.cts'])(
     'have types that resolve from %s',

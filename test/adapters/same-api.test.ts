@@ -36,6 +36,7 @@ const ADAPTERS = [
       'SlotInterceptor',
       'RateLimit',
       'SkipRateLimit',
+      'RateLimitDecision',
       'RateLimitException',
       'SentinelThrottlerStorage',
       'SENTINEL_OPTIONS',

@@ -1,7 +1,9 @@
 // @RateLimit() and @SkipRateLimit(): metadata on a controller, resolver, gateway or handler, which the guard reads.
 
-import { SetMetadata } from '@nestjs/common';
+import { createParamDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
+import type { Decision } from '@sentinel/core';
 import { fail } from '@sentinel/core/internal';
+import { exchangeOf } from './exchange.ts';
 import {
   checkedOptions,
   RATE_LIMIT_METADATA,
@@ -31,3 +33,13 @@ export function SkipRateLimit(skip = true): ClassDecorator & MethodDecorator {
     fail('@SkipRateLimit()', `takes true or false, got ${String(skip)}`);
   return SetMetadata(SKIP_RATE_LIMIT_METADATA, skip);
 }
+
+/**
+ * The guard's decision for this request, as a handler parameter: what `req.rateLimit` holds,
+ * in HTTP and GraphQL handlers alike; undefined where no limit decided (a skipped handler).
+ * @example @Get() list(@RateLimitDecision() decision?: Decision) { ... }
+ */
+export const RateLimitDecision = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): Decision | undefined =>
+    exchangeOf(context)?.request.rateLimit as Decision | undefined,
+);

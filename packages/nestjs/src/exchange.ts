@@ -15,6 +15,8 @@ export interface Exchange {
   setHeader?: (name: string, value: string) => void;
   /** The Node response whose 'close' ends the request; absent for a WebSocket message. */
   raw?: NodeResponse;
+  /** A GraphQL operation over HTTP rather than graphql-ws: Apollo Server answers it. */
+  overHttp?: boolean;
 }
 
 interface ExpressResponseLike extends NodeResponse {
@@ -61,6 +63,16 @@ interface NodeRequestLike {
   headers: SentinelRequest['headers'];
   ip?: string;
   socket?: { remoteAddress?: string };
+  /** Express's request holds its response. */
+  res?: PlatformResponse;
+}
+
+function isNodeRequest(value: unknown): value is NodeRequestLike {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as NodeRequestLike).headers === 'object'
+  );
 }
 
 /**
@@ -72,25 +84,65 @@ function withAddress(request: NodeRequestLike): SentinelRequest {
   return Object.create(request, { ip: { value: request.socket.remoteAddress } });
 }
 
-interface GraphQLContextLike {
-  req?: NodeRequestLike;
-  res?: PlatformResponse;
-  request?: NodeRequestLike;
-  reply?: PlatformResponse;
-  /** graphql-ws puts the upgrade request of a subscription's connection here. */
+/** graphql-ws's context of an operation on a WebSocket: its connection's upgrade request. */
+interface GraphQLWsContextLike {
   extra?: { request?: NodeRequestLike };
 }
 
+interface GraphQLContextLike {
+  req?: NodeRequestLike | GraphQLWsContextLike;
+  res?: PlatformResponse;
+  request?: NodeRequestLike;
+  reply?: PlatformResponse;
+  extra?: { request?: NodeRequestLike };
+}
+
+/** An operation's HTTP request, and whether it came over HTTP or is a WebSocket's upgrade. */
+interface OperationRequest {
+  request: NodeRequestLike;
+  overHttp: boolean;
+}
+
 /**
- * A resolver's arguments are (root, args, context, info). Apollo's context carries the HTTP
- * request and response as Nest's drivers set it: `req` and `res`, or `request` and `reply` when
- * the app's own context function names them so on Fastify.
+ * Where an operation's HTTP request is: Nest's Apollo driver puts `req` in the context, which is
+ * Express's request, Fastify's (`request` too, when the app's context function names it so), or
+ * over graphql-ws that library's context, which holds the connection's upgrade request; an app's
+ * context function may also return graphql-ws's context itself.
+ */
+function operationRequest(graphql: GraphQLContextLike): OperationRequest | undefined {
+  const { req, request } = graphql;
+  if (isNodeRequest(req)) return { request: req, overHttp: true };
+  if (isNodeRequest(request)) return { request, overHttp: true };
+  const upgrade =
+    (req as GraphQLWsContextLike | undefined)?.extra?.request ?? graphql.extra?.request;
+  return isNodeRequest(upgrade) ? { request: upgrade, overHttp: false } : undefined;
+}
+
+/**
+ * One request per GraphQL context, which Apollo and graphql-ws build per operation: a request
+ * derived for an upgrade request (shared by every operation of its connection) is the same for
+ * every top-level field of one operation, so that the guard counts the operation once.
+ */
+const derivedRequests = new WeakMap<object, SentinelRequest>();
+
+/**
+ * A resolver's arguments are (root, args, context, info). The response is the context's `res`
+ * or `reply` when the app's context function passes it, else Express's own `req.res`; Fastify's
+ * request does not hold its reply, and a WebSocket operation has none.
  */
 function graphqlExchange(context: ExecutionContext): Exchange | undefined {
   const graphql = context.getArgByIndex<GraphQLContextLike | undefined>(2);
-  const request = graphql?.req ?? graphql?.request ?? graphql?.extra?.request;
-  if (request === undefined) return undefined;
-  return httpExchange('graphql', withAddress(request), graphql?.res ?? graphql?.reply);
+  if (typeof graphql !== 'object' || graphql === null) return undefined;
+  const found = operationRequest(graphql);
+  if (found === undefined) return undefined;
+  const { request, overHttp } = found;
+  let counted = derivedRequests.get(graphql);
+  if (counted === undefined) {
+    counted = withAddress(request);
+    if (counted !== request) derivedRequests.set(graphql, counted);
+  }
+  const response = overHttp ? (graphql.res ?? graphql.reply ?? request.res) : undefined;
+  return { ...httpExchange('graphql', counted, response), overHttp };
 }
 
 interface WsClientLike {

@@ -23,5 +23,7 @@ export class RateLimitException extends HttpException {
     readonly headers: Readonly<Record<string, string>>,
   ) {
     super(problem, status, { description: problem.title });
+    // HttpException names an object response after the class; GraphQL clients read `message`.
+    this.message = problem.title;
   }
 }

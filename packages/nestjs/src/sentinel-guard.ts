@@ -1,6 +1,7 @@
 // SentinelGuard: finds the handler's limiter, asks core for a verdict, and admits, or throws the refusal in the context's own way.
 
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
+import { GUARDS_METADATA } from '@nestjs/common/constants.js';
 import type { Reflector } from '@nestjs/core';
 import type { Verdict } from '@sentinel/core/internal';
 import { type Exchange, exchangeOf } from './exchange.ts';
@@ -20,6 +21,30 @@ type Refusal = Extract<Verdict, { action: 'respond' }>;
  * field, and a guard bound both globally and on a route runs twice; each request is counted once.
  */
 const verdicts = new WeakMap<object, Map<RouteLimiter, Promise<Verdict>>>();
+
+/** How many times a handler binds SentinelGuard itself, with `@UseGuards()` on it or its class. */
+const ownBindings = new WeakMap<object, number>();
+
+function ownBindingsOf(context: ExecutionContext): number {
+  const handler = context.getHandler();
+  let count = ownBindings.get(handler);
+  if (count === undefined) {
+    const guards = [handler, context.getClass()].flatMap(
+      (target) => (Reflect.getMetadata(GUARDS_METADATA, target) as unknown[] | undefined) ?? [],
+    );
+    count = guards.filter(
+      (guard) =>
+        guard === SentinelGuard ||
+        guard instanceof SentinelGuard ||
+        (typeof guard === 'function' && guard.prototype instanceof SentinelGuard),
+    ).length;
+    ownBindings.set(handler, count);
+  }
+  return count;
+}
+
+/** The guard's calls so far, by request (or WebSocket message) and handler. */
+const calls = new WeakMap<object, Map<object, number>>();
 
 /** WsException, loaded on the first refused message: @nestjs/websockets is there only in apps with gateways. */
 let wsException: Promise<new (error: object) => Error> | undefined;
@@ -42,6 +67,7 @@ export class SentinelGuard implements CanActivate {
     const exchange = exchangeOf(context);
     // Microservice transports have no client to count.
     if (exchange === undefined) return true;
+    if (this.defersToOwnBinding(context, exchange)) return true;
     const limiter = this.sentinel.limiterFor(
       this.reflector.get<RouteRateLimitOptions | undefined>(
         RATE_LIMIT_METADATA,
@@ -61,6 +87,28 @@ export class SentinelGuard implements CanActivate {
       return true;
     }
     throw await refusalOf(verdict, exchange);
+  }
+
+  /**
+   * Whether this call is the global guard's on a handler that binds the guard itself: the global
+   * one lets it pass, so that the handler is limited where it asked, after the guards it lists
+   * first (an auth guard that finds the user). Nest runs global guards first, then the class's,
+   * then the handler's, once per call (per top-level field of a GraphQL operation).
+   */
+  private defersToOwnBinding(context: ExecutionContext, exchange: Exchange): boolean {
+    if (!this.sentinel.boundGlobally) return false;
+    const own = ownBindingsOf(context);
+    if (own === 0) return false;
+    const key: object = exchange.kind === 'ws' ? context.getArgs() : exchange.request;
+    let byHandler = calls.get(key);
+    if (byHandler === undefined) {
+      byHandler = new Map();
+      calls.set(key, byHandler);
+    }
+    const handler = context.getHandler();
+    const call = byHandler.get(handler) ?? 0;
+    byHandler.set(handler, call + 1);
+    return call % (own + 1) === 0;
   }
 
   private verdictOnce(
@@ -114,11 +162,19 @@ async function refusalOf(verdict: Refusal, exchange: Exchange): Promise<Error> {
   }
   // The body is problem+json; a GraphQL response stays the GraphQL server's JSON.
   if (exchange.kind === 'http') exchange.setHeader?.('Content-Type', 'application/problem+json');
-  return new RateLimitException(
+  const exception = new RateLimitException(
     verdict.body,
     verdict.status,
     verdict.reason,
     verdict.decision,
     verdict.headers,
   );
+  // Apollo Server sends an error's `extensions.http.headers` with its response: Retry-After
+  // reaches the client even where the guard has no response to write to (Fastify's default
+  // GraphQL context holds no reply). Not enumerable, so that it stays out of logs and filters.
+  if (exchange.kind === 'graphql' && exchange.overHttp) {
+    const headers = new Map(Object.entries(verdict.headers));
+    Object.defineProperty(exception, 'extensions', { value: { http: { headers } } });
+  }
+  return exception;
 }

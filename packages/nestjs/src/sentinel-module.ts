@@ -12,6 +12,7 @@ import {
   type Provider,
 } from '@nestjs/common';
 import {
+  APP_GUARD,
   APP_INTERCEPTOR,
   DiscoveryModule,
   DiscoveryService,
@@ -59,6 +60,16 @@ class DecoratedLimiters {
 
   onModuleInit(): void {
     this.sentinel.buildDecorated(this.discovery, this.scanner, this.reflector);
+    // Nest names each APP_GUARD provider 'APP_GUARD (UUID: ...)'.
+    this.sentinel.boundGlobally = this.discovery
+      .getProviders()
+      .some(
+        ({ token, metatype, instance }) =>
+          String(token).startsWith(APP_GUARD) &&
+          (metatype === SentinelGuard ||
+            (typeof metatype === 'function' && metatype.prototype instanceof SentinelGuard) ||
+            instance instanceof SentinelGuard),
+      );
   }
 }
 Injectable()(DecoratedLimiters);

@@ -38,6 +38,12 @@ export class SentinelService {
     }
   }
 
+  /**
+   * Whether an APP_GUARD provider binds SentinelGuard for the whole app: found as the app starts.
+   * The global guard then leaves a handler that binds the guard itself to that binding.
+   */
+  boundGlobally = false;
+
   /** The limiter of the module's own options, for `peek` and `reset`. */
   get limiter(): Limiter {
     return this.#baseLimiter.limiter;
@@ -83,7 +89,7 @@ export class SentinelService {
 
   /**
    * Builds the limiter of every `@RateLimit()` in the app as it starts, so that a bad option
-   * fails `NestFactory.create()` with its TypeError instead of a request with a 500.
+   * fails `app.init()` (or `app.listen()`) with its TypeError instead of a request with a 500.
    */
   buildDecorated(
     discovery: DiscoveryService,

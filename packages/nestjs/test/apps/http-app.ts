@@ -6,8 +6,10 @@ import {
   type ExecutionContext,
   Get,
   type INestApplication,
+  Inject,
   Injectable,
   Module,
+  Post,
   Req,
   UnauthorizedException,
   UseGuards,
@@ -17,7 +19,9 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import {
+  type Decision,
   RateLimit,
+  RateLimitDecision,
   SentinelGuard,
   SentinelModule,
   type SentinelModuleOptions,
@@ -76,6 +80,11 @@ export class ItemsController {
   @SkipRateLimit()
   health(@Req() req: SentinelRequest) {
     return answer(req);
+  }
+
+  @Get('decision')
+  decision(@RateLimitDecision() decision?: Decision) {
+    return { remaining: decision?.remaining ?? null };
   }
 
   @Get('boom')
@@ -138,6 +147,27 @@ export class QuotesController {
   }
 }
 
+/** Refuses a wrong password with 401, as an auth guard does: it runs after the global guards. */
+@Injectable()
+export class PasswordGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const req = context.switchToHttp().getRequest<SentinelRequest>();
+    if (req.headers['x-password'] !== 'right') throw new UnauthorizedException();
+    return true;
+  }
+}
+
+/** A login: counted per client IP by the global guard before its auth guard can refuse it. */
+@Controller('login')
+export class LoginController {
+  @Post()
+  @UseGuards(PasswordGuard)
+  @RateLimit({ name: 'login', limit: 3, window: '15m' })
+  login(@Req() req: SentinelRequest) {
+    return answer(req);
+  }
+}
+
 export interface HttpAppOptions {
   platform: Platform;
   options: SentinelModuleOptions;
@@ -148,7 +178,13 @@ export interface HttpAppOptions {
 export function httpModule({ options, global = true }: Omit<HttpAppOptions, 'platform'>) {
   @Module({
     imports: [SentinelModule.forRoot(options)],
-    controllers: [ItemsController, InternalController, AccountController, QuotesController],
+    controllers: [
+      ItemsController,
+      InternalController,
+      AccountController,
+      QuotesController,
+      LoginController,
+    ],
     providers: global ? [{ provide: APP_GUARD, useClass: SentinelGuard }] : [],
   })
   class HttpAppModule {}
@@ -176,5 +212,72 @@ export async function createHttpApp({
   );
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
+  return app;
+}
+
+/** The limits a config module would hold, injected into forRootAsync's factory. */
+export const LIMITS = 'LIMITS';
+
+@Module({
+  providers: [{ provide: LIMITS, useValue: { limit: 4 } }],
+  exports: [LIMITS],
+})
+export class LimitsModule {}
+
+@Controller('async')
+export class AsyncController {
+  constructor(@Inject(LIMITS) private readonly limits: { limit: number }) {}
+
+  @Get()
+  root(@Req() req: SentinelRequest) {
+    return { ...answer(req), configured: this.limits.limit };
+  }
+}
+
+@Module({
+  imports: [
+    SentinelModule.forRootAsync({
+      imports: [LimitsModule],
+      inject: [LIMITS],
+      useFactory: async (limits: { limit: number }) => ({ limit: limits.limit, window: '1m' }),
+    }),
+    LimitsModule,
+  ],
+  controllers: [AsyncController],
+  providers: [{ provide: APP_GUARD, useClass: SentinelGuard }],
+})
+export class AsyncAppModule {}
+
+@Controller('bad')
+export class BadRouteController {
+  @Get()
+  @RateLimit({ limit: -1, window: '1m' })
+  bad() {
+    return { ok: true };
+  }
+}
+
+/** A route whose limit cannot be: the app must not start. */
+@Module({
+  imports: [SentinelModule.forRoot({ limit: 10, window: '1m' })],
+  controllers: [BadRouteController],
+})
+export class BadRouteModule {}
+
+/** Creates and initialises `module` on a platform, as createHttpApp does. */
+export async function createApp(platform: Platform, module: object): Promise<INestApplication> {
+  const app =
+    platform === 'express'
+      ? await NestFactory.create(module, new ExpressAdapter(), {
+          logger: false,
+          abortOnError: false,
+        })
+      : await NestFactory.create(module, new FastifyAdapter(), {
+          logger: false,
+          abortOnError: false,
+        });
+  await app.init();
+  if (platform === 'fastify')
+    await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();
   return app;
 }
