@@ -137,6 +137,7 @@ describe.each(SETUPS)('GraphQL on $platform, $context context', (setup) => {
     expect(res.body.data).toBeNull();
     const [error] = res.body.errors as GraphQLError[];
     expect(error?.path).toEqual(['remaining']);
+    expect(error?.message).toBe('Too Many Requests');
     // Nest's driver turns every HttpException of a status it has no code for into this shape.
     expect(error?.extensions).toEqual({
       code: 'INTERNAL_SERVER_ERROR',

@@ -5,6 +5,7 @@ const FASTIFY = '@fastify/rate-limit';
 const KOA = 'koa-ratelimit';
 const FLEXIBLE = 'rate-limiter-flexible';
 const HONO = 'hono-rate-limiter';
+const NEST = '@nestjs/throttler';
 
 interface PeerOption {
   /** The libraries that use the name. */
@@ -21,11 +22,13 @@ const HANDLER = '`handler`, which replaces the 429 answer';
 
 /**
  * Names from the documented options of express-rate-limit 7–8, @fastify/rate-limit 10,
- * koa-ratelimit 6, rate-limiter-flexible 7 and hono-rate-limiter 0.5, and a few their older versions used (`whitelist`,
- * `inmemoryBlockOnConsumed`), since migration guides still show them. A name Sentinel uses
- * itself (`store`, `redis`, `skip`, `headers`, `allowList`, `onLimited`, `handler`, `hook`,
- * `global`, `prefix`, `skipSuccessfulRequests`, `skipFailedRequests`, `requestWasSuccessful`,
- * `ban`) is not here: it is a known option wherever Sentinel takes it.
+ * koa-ratelimit 6, rate-limiter-flexible 7, hono-rate-limiter 0.5 and @nestjs/throttler 6 (its
+ * `ThrottlerModule.forRoot()` and `@Throttle()` options), and a few their older versions used
+ * (`whitelist`, `inmemoryBlockOnConsumed`), since migration guides still show them. A name
+ * Sentinel uses itself (`store`, `redis`, `skip`, `headers`, `allowList`, `onLimited`,
+ * `handler`, `hook`, `global`, `prefix`, `skipSuccessfulRequests`, `skipFailedRequests`,
+ * `requestWasSuccessful`, `ban`, and @nestjs/throttler's `limit` and `name`) is not here: it is a
+ * known option wherever Sentinel takes it.
  */
 export const PEER_OPTION_NAMES: Readonly<Record<string, PeerOption>> = {
   windowMs: { peers: [EXPRESS, HONO], use: WINDOW },
@@ -83,6 +86,19 @@ export const PEER_OPTION_NAMES: Readonly<Record<string, PeerOption>> = {
   },
   requestStorePropertyName: { peers: [HONO], use: "the middleware's `limiter`" },
   binding: { peers: [HONO], use: '`store`, `redis` or `redisUrl`' },
+  // @nestjs/throttler counts `ttl` and `blockDuration` in milliseconds, as Sentinel does.
+  ttl: { peers: [NEST], use: WINDOW },
+  throttlers: { peers: [NEST], use: '`policies`, a list of `{ name, limit, window }`' },
+  getTracker: { peers: [NEST], use: IDENTIFY },
+  generateKey: {
+    peers: [NEST],
+    use: '`identify` for whom a request counts, and `group` for the routes that share a budget',
+  },
+  skipIf: { peers: [NEST], use: '`skip`, a function of the request' },
+  ignoreUserAgents: { peers: [NEST], use: "`skip`, testing the request's `user-agent` header" },
+  setHeaders: { peers: [NEST], use: "`headers: false` for none, or a format such as 'draft-11'" },
+  storage: { peers: [NEST], use: '`store`, `redis` or `redisUrl`' },
+  ipv6SubnetPrefix: { peers: [NEST], use: '`identify: byIp({ ipv6Subnet })`' },
 };
 
 /** What to tell someone who wrote a peer's option name, or undefined for any other name. */
