@@ -32,6 +32,7 @@ function lineSuites(): string[] {
     'test/conformance',
     'test/adapters',
     'test/multi-process/race.test.ts',
+    'test/multi-process/nest.test.ts',
     'test/failure-',
     'test/faults',
     'test/packaging.test.ts',
