@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { connect, uniquePrefix } from '../../../test/harness/clients.ts';
 import { failOnError } from '../../../test/harness/store-errors.ts';
+import { CONFIGS, increment, TTLS } from '../../core/test/stores/throttler-sequences.ts';
 import { SentinelThrottlerStorage } from '../src/index.ts';
 
 interface Increment {
@@ -152,31 +153,12 @@ describe('SentinelThrottlerStorage, in memory and on Redis, against ThrottlerSto
 });
 
 describe('SentinelThrottlerStorage in memory, against ThrottlerStorageService on one stepped clock', () => {
-  // Keys keep one configuration each, as the guard's keys (one per route, throttler and tracker)
-  // do; two throttlers with their own ttl share each key.
-  const CONFIGS: readonly { limit: number; blockDuration: number }[] = [
-    { limit: 1, blockDuration: 0 },
-    { limit: 3, blockDuration: 0 },
-    { limit: 2, blockDuration: 1_500 },
-    { limit: 4, blockDuration: 6_000 },
-  ];
-  const TTLS = { a: 1_000, b: 2_500 } as const;
-  const op = fc.record({
-    key: fc.nat(CONFIGS.length - 1),
-    name: fc.constantFrom('a' as const, 'b' as const),
-    step: fc.oneof(
-      { weight: 3, arbitrary: fc.constant(0) },
-      { weight: 4, arbitrary: fc.integer({ min: 1, max: 800 }) },
-      { weight: 1, arbitrary: fc.integer({ min: 800, max: 7_000 }) },
-    ),
-  });
-
   it('give the same record for every increment of random sequences', async () => {
     // Date alone: both storages read Date.now(), and nothing here waits on a timer.
     vi.useFakeTimers({ toFake: ['Date'], now: Date.UTC(2026, 0, 1) + 123 });
     try {
       await fc.assert(
-        fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 40 }), async (ops) => {
+        fc.asyncProperty(fc.array(increment, { minLength: 1, maxLength: 40 }), async (ops) => {
           const theirs = new ThrottlerStorageService();
           const ours = new SentinelThrottlerStorage();
           try {

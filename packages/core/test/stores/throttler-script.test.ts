@@ -9,6 +9,7 @@ import { decodeThrottlerReply, RedisThrottler } from '../../src/stores/redis/red
 import { runScriptsOn } from '../../src/stores/redis/script-clock.ts';
 import { library, scripts } from '../../src/stores/redis/scripts.generated.ts';
 import { type Clock, manualClock } from '../stores.ts';
+import { CONFIGS, increment, TTLS } from './throttler-sequences.ts';
 
 const STORES = ['memory', 'redis (ioredis 6)', 'redis (ioredis 5)'] as const;
 type Input = Omit<ThrottlerInput, 'now'>;
@@ -179,30 +180,10 @@ describe('the throttler script on Redis', () => {
 });
 
 describe('the script and its memory twin', () => {
-  // Keys keep one configuration each, as the guard's keys (one per route, throttler and tracker)
-  // do; two throttlers with their own ttl share each key.
-  const CONFIGS: readonly { limit: number; blockDuration: number }[] = [
-    { limit: 1, blockDuration: 0 },
-    { limit: 3, blockDuration: 0 },
-    { limit: 2, blockDuration: 1_500 },
-    { limit: 4, blockDuration: 6_000 },
-  ];
-  const TTLS = { a: 1_000, b: 2_500 } as const;
-  const op = fc.record({
-    key: fc.nat(CONFIGS.length - 1),
-    name: fc.constantFrom('a' as const, 'b' as const),
-    // Many hits within a millisecond, most within a ttl, some past every end.
-    step: fc.oneof(
-      { weight: 3, arbitrary: fc.constant(0) },
-      { weight: 4, arbitrary: fc.integer({ min: 1, max: 800 }) },
-      { weight: 1, arbitrary: fc.integer({ min: 800, max: 7_000 }) },
-    ),
-  });
-
   it('give the same record for every increment of random sequences', async () => {
     const client = connect();
     await fc.assert(
-      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 40 }), async (ops) => {
+      fc.asyncProperty(fc.array(increment, { minLength: 1, maxLength: 40 }), async (ops) => {
         const clock = manualClock(Date.UTC(2026, 0, 1) + 123);
         const memory = throttlerOn('memory', clock);
         const redis = throttlerOn('redis (ioredis 6)', clock, client);
