@@ -17,10 +17,20 @@ import { type HeldSlots, holdSlots } from './slots.ts';
 type Refusal = Extract<Verdict, { action: 'respond' }>;
 
 /**
- * One verdict per request and limiter: a GraphQL operation runs the guard once per top-level
- * field, and a guard bound both globally and on a route runs twice; each request is counted once.
+ * One verdict per request and limiter, kept on the request (or a WebSocket message's arguments):
+ * a GraphQL operation runs the guard once per top-level field, and a guard bound both globally
+ * and on a route runs twice; each request is counted once. A property rather than a WeakMap
+ * keyed by short-lived requests, which doubled the garbage each request left.
  */
-const verdicts = new WeakMap<object, Map<RouteLimiter, Promise<Verdict>>>();
+const VERDICTS = Symbol('@sentinel/nestjs:verdicts');
+
+/** The guard's calls so far on one request (or message), by handler. */
+const CALLS = Symbol('@sentinel/nestjs:calls');
+
+interface Counted {
+  [VERDICTS]?: Map<RouteLimiter, Promise<Verdict>>;
+  [CALLS]?: Map<object, number>;
+}
 
 /** How many times a handler binds SentinelGuard itself, with `@UseGuards()` on it or its class. */
 const ownBindings = new WeakMap<object, number>();
@@ -42,9 +52,6 @@ function ownBindingsOf(context: ExecutionContext): number {
   }
   return count;
 }
-
-/** The guard's calls so far, by request (or WebSocket message) and handler. */
-const calls = new WeakMap<object, Map<object, number>>();
 
 /** WsException, loaded on the first refused message: @nestjs/websockets is there only in apps with gateways. */
 let wsException: Promise<new (error: object) => Error> | undefined;
@@ -99,12 +106,9 @@ export class SentinelGuard implements CanActivate {
     if (!this.sentinel.boundGlobally) return false;
     const own = ownBindingsOf(context);
     if (own === 0) return false;
-    const key: object = exchange.kind === 'ws' ? context.getArgs() : exchange.request;
-    let byHandler = calls.get(key);
-    if (byHandler === undefined) {
-      byHandler = new Map();
-      calls.set(key, byHandler);
-    }
+    const counted = countedOn(exchange, context);
+    counted[CALLS] ??= new Map();
+    const byHandler = counted[CALLS];
     const handler = context.getHandler();
     const call = byHandler.get(handler) ?? 0;
     byHandler.set(handler, call + 1);
@@ -116,13 +120,9 @@ export class SentinelGuard implements CanActivate {
     exchange: Exchange,
     context: ExecutionContext,
   ): Promise<Verdict> {
-    // A WebSocket message has no request object of its own: its arguments stand for it.
-    const key: object = exchange.kind === 'ws' ? context.getArgs() : exchange.request;
-    let byLimiter = verdicts.get(key);
-    if (byLimiter === undefined) {
-      byLimiter = new Map();
-      verdicts.set(key, byLimiter);
-    }
+    const counted = countedOn(exchange, context);
+    counted[VERDICTS] ??= new Map();
+    const byLimiter = counted[VERDICTS];
     let verdict = byLimiter.get(limiter);
     if (verdict === undefined) {
       verdict = limiter.check(exchange.request).then((decided) => {
@@ -133,6 +133,11 @@ export class SentinelGuard implements CanActivate {
     }
     return verdict;
   }
+}
+
+/** A WebSocket message has no request object of its own: its arguments stand for it. */
+function countedOn(exchange: Exchange, context: ExecutionContext): Counted {
+  return (exchange.kind === 'ws' ? context.getArgs() : exchange.request) as Counted;
 }
 
 /**

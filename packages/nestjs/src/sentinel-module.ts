@@ -13,7 +13,6 @@ import {
 } from '@nestjs/common';
 import {
   APP_GUARD,
-  APP_INTERCEPTOR,
   DiscoveryModule,
   DiscoveryService,
   MetadataScanner,
@@ -23,7 +22,7 @@ import {
 import { checkedOptions, SENTINEL_OPTIONS, type SentinelModuleOptions } from './options.ts';
 import { SentinelGuard } from './sentinel-guard.ts';
 import { SentinelService } from './sentinel-service.ts';
-import { SlotInterceptor } from './slots.ts';
+import { bindToMessageHandlers, SlotInterceptor } from './slots.ts';
 
 // Decorators applied as functions: this package is built without decorator syntax, so that any
 // TypeScript loader runs it, and injects by explicit tokens, so that it needs no emitted metadata.
@@ -56,7 +55,10 @@ class DecoratedLimiters {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly reflector: Reflector,
-  ) {}
+  ) {
+    // Before Nest builds the handlers of gateways and resolvers (app.init()), after its scan.
+    bindToMessageHandlers(discovery.getProviders().map(({ metatype }) => metatype));
+  }
 
   onModuleInit(): void {
     this.sentinel.buildDecorated(this.discovery, this.scanner, this.reflector);
@@ -78,13 +80,7 @@ Inject(DiscoveryService)(DecoratedLimiters, undefined, 1);
 Inject(MetadataScanner)(DecoratedLimiters, undefined, 2);
 Inject(Reflector)(DecoratedLimiters, undefined, 3);
 
-const shared: Provider[] = [
-  service,
-  DecoratedLimiters,
-  SentinelGuard,
-  // Releases a WebSocket message's slots once its handler is done; passes every other call.
-  { provide: APP_INTERCEPTOR, useClass: SlotInterceptor },
-];
+const shared: Provider[] = [service, DecoratedLimiters, SentinelGuard];
 
 /**
  * Sentinel for a Nest app, on `@nestjs/platform-express` or `@nestjs/platform-fastify`. Global:
