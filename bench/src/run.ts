@@ -1,6 +1,7 @@
-// pnpm bench [--smoke] [--rounds N] [--seconds S] [suite ...]
+// pnpm bench [--smoke] [--rounds N] [--seconds S] [--only part,...] [suite ...]
 // Runs the suites (all by default); a full run writes bench/RESULTS.md and bench/results.svg.
-// --smoke runs every suite for a moment and only checks that it completes.
+// --smoke runs every suite for a moment and only checks that it completes; --only runs some parts
+// of a suite (the HTTP suite's frameworks, as `--only nest-express,nest-fastify`) and writes nothing.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { type BenchConfig, type SuiteReport, times } from './lib/measure.ts';
@@ -13,6 +14,7 @@ const { values, positionals } = parseArgs({
     smoke: { type: 'boolean', default: false },
     rounds: { type: 'string' },
     seconds: { type: 'string' },
+    only: { type: 'string' },
   },
 });
 
@@ -21,6 +23,7 @@ const config: BenchConfig = {
   smoke,
   rounds: Number(values.rounds ?? (smoke ? 1 : 5)),
   seconds: Number(values.seconds ?? (smoke ? 0.2 : 3)),
+  ...(values.only !== undefined && { only: values.only.split(',') }),
 };
 const names = positionals.length ? positionals : Object.keys(SUITES);
 const unknown = names.filter((name) => !(name in SUITES));
@@ -58,8 +61,8 @@ if (collapsed.length) {
   process.exitCode = 1;
 }
 
-// Only a full run replaces the committed results; a smoke run or a chosen few suites print.
-if (!smoke && positionals.length === 0) {
+// Only a full run replaces the committed results; a smoke run or a chosen few suites or parts print.
+if (!smoke && positionals.length === 0 && config.only === undefined) {
   const dir = new URL('../', import.meta.url);
   writeFileSync(new URL('RESULTS.md', dir), markdown(reports, config));
   writeFileSync(new URL('results.svg', dir), chart(reports));

@@ -2,7 +2,7 @@
 // Each contender gets a server process of its own; a limiter's share of the floor is taken
 // against the floor keyed the same way, and its share of bare against bare on the same runtime.
 import { KEY_COUNTS, type Keys } from './load.ts';
-import { type Framework, PEERS, type Runtime, type Variant } from './variants.ts';
+import { type Framework, isNest, PEERS, type Runtime, type Variant } from './variants.ts';
 
 export interface Contender {
   /** Unique within a framework: what the rounds, the rows and the targets call it. */
@@ -136,13 +136,48 @@ function honoContenders(): readonly Contender[] {
   ];
 }
 
+/**
+ * Nest's Sentinel, as its users write it: `SentinelModule.forRoot({ redis, limit, window,
+ * identify })` with the app's own ioredis client, `SentinelGuard` as `APP_GUARD`, one hot key.
+ */
+const NEST_SENTINELS: readonly SentinelContender[] = [
+  {
+    ...AS_WRITTEN,
+    label:
+      'Sentinel as users write it: `SentinelModule.forRoot`, own ioredis client, `identify` by key',
+  },
+];
+
+/**
+ * Nest's contenders: bare, the floor in a guard, Sentinel's guard, and @nestjs/throttler's guard
+ * on @nest-lab/throttler-storage-redis, keyed by the same header with `getTracker`.
+ */
+function nestContenders(): readonly Contender[] {
+  return [
+    BARE,
+    floor('one'),
+    ...NEST_SENTINELS,
+    {
+      name: '@nestjs/throttler',
+      label:
+        '@nestjs/throttler, @nest-lab/throttler-storage-redis, own ioredis client, `getTracker` by key',
+      variant: '@nestjs/throttler',
+      keys: 'one',
+      counted: count('one'),
+      floor: 'floor-one',
+    },
+  ];
+}
+
 /** Sentinel's contenders of a framework, whose rows have targets (on Node) or a gate. */
 export function sentinelContendersOf(framework: Framework): readonly SentinelContender[] {
+  if (isNest(framework)) return NEST_SENTINELS;
   return framework === 'hono' ? HONO_SENTINELS : SENTINEL_CONTENDERS;
 }
 
 export function contendersOf(framework: Framework): readonly Contender[] {
   if (framework === 'hono') return honoContenders();
+  if (isNest(framework)) return nestContenders();
   return [
     BARE,
     floor('one'),

@@ -5,7 +5,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { bunBinary } from '../lib/bun-binary.ts';
 import { supervise } from '../lib/child-process.ts';
-import type { Framework, Runtime, Variant } from './variants.ts';
+import { type Framework, isNest, type Runtime, type Variant } from './variants.ts';
 
 export interface ServerProcess {
   readonly variant: Variant;
@@ -38,10 +38,12 @@ function reports(child: ChildProcess, name: string) {
 }
 
 /** The command that runs the server on `runtime`, Sentinel loaded from its built files either way. */
-function command(runtime: Runtime): [string, string[]] {
-  return runtime === 'bun'
-    ? [bunBinary(), ['--preload', PUBLISHED_BUN, SERVER]]
-    : [process.execPath, ['--import', 'tsx', '--import', PUBLISHED, SERVER]];
+function command(framework: Framework, runtime: Runtime): [string, string[]] {
+  if (runtime === 'bun') return [bunBinary(), ['--preload', PUBLISHED_BUN, SERVER]];
+  // @nestjs/throttler, CommonJS, requires the ESM-only @nestjs/core: tsx's CommonJS hook would load
+  // a second copy, whose Reflector Nest cannot inject. Node's own require(esm) shares the one copy.
+  const tsx = isNest(framework) ? 'tsx/esm' : 'tsx';
+  return [process.execPath, ['--import', tsx, '--import', PUBLISHED, SERVER]];
 }
 
 export async function startServer(
@@ -50,7 +52,7 @@ export async function startServer(
   redisUrl: string,
   runtime: Runtime = 'node',
 ): Promise<ServerProcess> {
-  const [file, args] = command(runtime);
+  const [file, args] = command(framework, runtime);
   const child = spawn(file, [...args, framework, variant, redisUrl], {
     cwd: BENCH_DIR,
     stdio: ['ignore', 'pipe', 'inherit'],

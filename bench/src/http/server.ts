@@ -1,6 +1,8 @@
 // One server under load, in a process of its own:
 //   node --import tsx --import ./src/lib/published-sentinel.mjs src/http/server.ts <framework> <variant> <redis-url>
 //   bun --preload ./src/lib/published-sentinel-bun.mjs src/http/server.ts hono <variant> <redis-url>
+// The Nest frameworks serve the app the suite compiled into src/http/nest/dist (see nest-app.ts),
+// with `--import tsx/esm` in place of `--import tsx` (see server-process.ts).
 // It prints `listening <port>` once it accepts connections; on SIGTERM or SIGINT it prints
 // `failures <n>`, the failures Sentinel reported, and closes.
 import { sentinelFailures } from './sentinel-options.ts';
@@ -17,6 +19,8 @@ const SERVE: Record<Framework, () => Promise<Serve>> = {
     const app = await import('./hono-app.ts');
     return process.versions.bun ? app.serveHonoOnBun : app.serveHono;
   },
+  'nest-express': async () => (await import('./nest-app.ts')).serveNestOn('express'),
+  'nest-fastify': async () => (await import('./nest-app.ts')).serveNestOn('fastify'),
 };
 
 const [framework, variant, redisUrl] = process.argv.slice(2) as [Framework, Variant, string];

@@ -1,8 +1,26 @@
 // Which servers the HTTP suite can start: per framework, the bare app, the one-call floor, Sentinel
 // as three kinds of user set it up, and that framework's usual Redis-backed peers. Shared by the
 // suite and the server entry point.
-export const FRAMEWORKS = ['express', 'koa', 'fastify', 'hono'] as const;
+export const FRAMEWORKS = [
+  'express',
+  'koa',
+  'fastify',
+  'hono',
+  'nest-express',
+  'nest-fastify',
+] as const;
 export type Framework = (typeof FRAMEWORKS)[number];
+
+/** Nest on each of its platforms: compiled with decorator metadata, and measured as users write Sentinel. */
+export const NEST_FRAMEWORKS = [
+  'nest-express',
+  'nest-fastify',
+] as const satisfies readonly Framework[];
+export type NestFramework = (typeof NEST_FRAMEWORKS)[number];
+
+export function isNest(framework: Framework): framework is NestFramework {
+  return (NEST_FRAMEWORKS as readonly Framework[]).includes(framework);
+}
 
 /** What runs a server: Node, or Bun for Hono's row on Bun. The load always comes from Node. */
 export type Runtime = 'node' | 'bun';
@@ -12,6 +30,8 @@ export const PEERS = {
   koa: ['koa-ratelimit'],
   fastify: ['@fastify/rate-limit'],
   hono: ['hono-rate-limiter'],
+  'nest-express': ['@nestjs/throttler'],
+  'nest-fastify': ['@nestjs/throttler'],
 } as const satisfies Record<Framework, readonly string[]>;
 
 /**
@@ -25,7 +45,9 @@ export type SentinelVariant = (typeof SENTINELS)[number];
 export type Variant = 'bare' | 'floor' | SentinelVariant | (typeof PEERS)[Framework][number];
 
 export function variantsOf(framework: Framework): readonly Variant[] {
-  return ['bare', 'floor', ...SENTINELS, ...PEERS[framework]];
+  // Nest's app sets Sentinel up one way: its own ioredis client, one hot key.
+  const sentinels = isNest(framework) ? (['sentinel-own-client'] as const) : SENTINELS;
+  return ['bare', 'floor', ...sentinels, ...PEERS[framework]];
 }
 
 export function isSentinel(variant: Variant): variant is SentinelVariant {

@@ -8,6 +8,8 @@ export interface BenchConfig {
   readonly rounds: number;
   /** Seconds each contender runs per round. */
   readonly seconds: number;
+  /** `--only`: the parts of a suite to run, where it has parts (the HTTP suite's frameworks). */
+  readonly only?: readonly string[];
 }
 
 export interface Contender<T> {

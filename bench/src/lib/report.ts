@@ -22,6 +22,11 @@ const MEASURED = [
   'hono',
   '@hono/node-server',
   'hono-rate-limiter',
+  '@nestjs/core',
+  '@nestjs/platform-express',
+  '@nestjs/platform-fastify',
+  '@nestjs/throttler',
+  '@nest-lab/throttler-storage-redis',
   'autocannon',
 ];
 

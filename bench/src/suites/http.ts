@@ -1,6 +1,6 @@
-// HTTP: requests per second and p99 for Express, Koa, Fastify and Hono, bare, at the one-call
-// floor, with Sentinel set up as users do and with each framework's usual peer, all on the bench's
-// Redis; and Hono's bare app, floor and Sentinel again on Bun.
+// HTTP: requests per second and p99 for Express, Koa, Fastify, Hono and Nest (on Express and on
+// Fastify), bare, at the one-call floor, with Sentinel set up as users do and with each framework's
+// usual peer, all on the bench's Redis; and Hono's bare app, floor and Sentinel again on Bun.
 import { execFileSync } from 'node:child_process';
 import {
   type Contender,
@@ -9,8 +9,16 @@ import {
   sentinelContendersOf,
 } from '../http/contenders.ts';
 import { CONNECTIONS, KEY_COUNTS, type Load, load } from '../http/load.ts';
+import { compileNestApp } from '../http/nest-app.ts';
 import { type ServerProcess, startServer } from '../http/server-process.ts';
-import { FRAMEWORKS, type Framework, HUGE_LIMIT, isSentinel, PEERS } from '../http/variants.ts';
+import {
+  FRAMEWORKS,
+  type Framework,
+  HUGE_LIMIT,
+  isNest,
+  isSentinel,
+  PEERS,
+} from '../http/variants.ts';
 import { bunBinary } from '../lib/bun-binary.ts';
 import {
   alternate,
@@ -45,6 +53,8 @@ const NAMES: Record<Framework, string> = {
   koa: 'Koa',
   fastify: 'Fastify',
   hono: 'Hono',
+  'nest-express': 'Nest on Express',
+  'nest-fastify': 'Nest on Fastify',
 };
 
 /** The name a contender's rows, bars and targets go under: its framework, and Bun if it runs there. */
@@ -292,17 +302,19 @@ function report(results: Map<Framework, Measured>): SuiteReport {
     `Keys: the load sends \`x-api-key\` one of three ways: one key on every request; one per connection (${CONNECTIONS} keys); or ${KEY_COUNTS.spread.toLocaleString('en-US')} keys, each connection cycling through its share of them. autocannon builds every request's bytes before the run, so the 10,000 keys cost the client nothing per request. The floor keys its call by the header, and is measured each way; each limiter's share of the floor is against the floor keyed as that limiter counts.`,
     "Identity: Sentinel's default, `byIp()`, counts by client IP, since nothing confirms a key, and so do the peers by default: all their requests share one key, and they are set against the one-key floor. Sentinel by key uses `identify: (req) => ({ key: req.headers['x-api-key'] })`, synchronous; as users write it, it also takes the app's own ioredis client (`redis: new Redis({ host, port })`, ioredis's defaults) in place of `redisUrl`, under one hot key.",
     "Hono: Sentinel is measured as users write it, `app.use(rateLimit({ redis, limit, window, identify }))`, under one hot key. hono-rate-limiter has no default key: its `keyGenerator` reads the same header, so it counts one key too. Its Redis store is its own `RedisStore`, which takes a client with @upstash/redis's calls (`scriptLoad`, `evalsha(sha, keys, args)`, `decr`, `del`); it is given an ioredis client behind those four calls, one command each, as its documentation asks of any other client. Before its 0.5 its README listed rate-limit-redis among its stores; 0.5 dropped it for its own.",
+    "Nest (its app compiled by tsc with `experimentalDecorators` and `emitDecoratorMetadata`, as `nest build` compiles it): Sentinel is measured as users write it, `SentinelModule.forRoot({ redis, limit, window, identify })` with the app's own ioredis client (`new Redis({ host, port })`) and `SentinelGuard` as `APP_GUARD`. @nestjs/throttler has one throttler, `{ name: 'default', ttl, limit }`, its `ThrottlerGuard` as `APP_GUARD`, and @nest-lab/throttler-storage-redis's `ThrottlerStorageRedisService` on a client made the same way, on the same Redis; its `getTracker` reads the same header as Sentinel's `identify`, so both count one hot key. That storage sends its script by `EVAL` on every call, as it is published; the floor is a guard making the one EVALSHA.",
     `Targets: Sentinel, each way, keeps at least ${FLOOR_GOAL}× the floor keyed alike; its defaults keep more than each peer, as before, and the set-ups users choose at least ${PEER_GOAL}× each peer. A figure ends with its ratio's range over the rounds, each round's taken between runs made one after the other; the target is judged on the medians.`,
     'Sentinel runs with the options named plus an `onError` that only counts failures, so that a decision taken without Redis cannot pass unseen.',
     "Redis, the server and autocannon share the machine: every Redis call costs the server a socket write (the largest single item in a CPU profile of the floor's server and of Sentinel's) and Redis its CPU, on the cores the framework needs. The floor's share of bare is the most that one call per request can keep here.",
   );
   return {
-    title: 'HTTP: requests per second, Express, Koa, Fastify and Hono',
+    title: 'HTTP: requests per second, Express, Koa, Fastify, Hono and Nest',
     method:
       `autocannon (${CONNECTIONS} keep-alive connections) against each contender in a server process of its own, ` +
       'answering `GET /` with a tiny JSON body: the bare framework; the floor, one EVALSHA of a script that calls TIME, GET and SET PX through ioredis, keyed by API key, at 1, 32 and 10,000 keys; ' +
       "Sentinel's adapter with default options and `redisUrl`, with a synchronous `identify` by API key at 32 and at 10,000 keys, and as users write it (the app's own ioredis client and `identify`, one key); and the framework's usual peers on Redis (express-rate-limit with rate-limit-redis, and rate-limiter-flexible, on Express; koa-ratelimit on Koa; @fastify/rate-limit on Fastify). " +
       'Hono, on @hono/node-server, has four: bare, the floor (one key), Sentinel as users write it and hono-rate-limiter with its RedisStore; and bare, the floor and Sentinel again on Bun, `Bun.serve({ fetch: app.fetch })`, where a share is of bare or the floor on Bun. ' +
+      "Nest, on Express and on Fastify, has four, each a global guard but bare: bare, the floor (one key), `SentinelGuard` and @nestjs/throttler's `ThrottlerGuard` on @nest-lab/throttler-storage-redis. " +
       `Every limit is ${HUGE_LIMIT.toLocaleString('en-US')} a minute, so nothing is refused and each request does the full work. ` +
       "The contenders of one framework take turns, each after a short warm-up, round after round; req/s and p99 are medians over the rounds, and a share is a limiter's req/s over bare's (or the floor's) in the same run.",
     columns: ['framework', 'contender', 'keys', 'req/s', 'p99', 'share of bare', 'share of floor'],
@@ -311,14 +323,29 @@ function report(results: Map<Framework, Measured>): SuiteReport {
   };
 }
 
+/** The frameworks `--only` names, all by default. */
+function chosen(only: readonly string[] | undefined): readonly Framework[] {
+  if (only === undefined) return FRAMEWORKS;
+  const unknown = only.filter((name) => !(FRAMEWORKS as readonly string[]).includes(name));
+  if (unknown.length) {
+    throw new TypeError(
+      `--only names no framework ${unknown.join(', ')}; the HTTP suite's are ${FRAMEWORKS.join(', ')}`,
+    );
+  }
+  return FRAMEWORKS.filter((framework) => only.includes(framework));
+}
+
 export const http: Suite = async (config) => {
   const warmUp = config.smoke ? 0.1 : Math.min(1, config.seconds / 2);
   const seconds = config.smoke ? 0.2 : config.seconds;
   const rounds = config.smoke ? 1 : config.rounds;
+  const frameworks = chosen(config.only);
+  // Nest's app needs decorator metadata: tsc compiles it, as `nest build` would, before it starts.
+  if (frameworks.some(isNest)) compileNestApp();
   const redis = await startRedis();
   try {
     const results = new Map<Framework, Measured>();
-    for (const framework of FRAMEWORKS) {
+    for (const framework of frameworks) {
       results.set(framework, await measure(framework, redis.url, rounds, warmUp, seconds));
     }
     return report(results);
