@@ -32,25 +32,24 @@ interface Counted {
   [CALLS]?: Map<object, number>;
 }
 
-/** How many times a handler binds SentinelGuard itself, with `@UseGuards()` on it or its class. */
-const ownBindings = new WeakMap<object, number>();
+/** What a handler's metadata says, read once: its metadata is fixed once its class is declared. */
+interface Route {
+  skip: boolean;
+  limiter: RouteLimiter;
+  /** How many times it binds SentinelGuard itself, with `@UseGuards()` on it or its class. */
+  ownBindings: number;
+}
 
-function ownBindingsOf(context: ExecutionContext): number {
-  const handler = context.getHandler();
-  let count = ownBindings.get(handler);
-  if (count === undefined) {
-    const guards = [handler, context.getClass()].flatMap(
-      (target) => (Reflect.getMetadata(GUARDS_METADATA, target) as unknown[] | undefined) ?? [],
-    );
-    count = guards.filter(
-      (guard) =>
-        guard === SentinelGuard ||
-        guard instanceof SentinelGuard ||
-        (typeof guard === 'function' && guard.prototype instanceof SentinelGuard),
-    ).length;
-    ownBindings.set(handler, count);
-  }
-  return count;
+function ownBindingsOf(handler: object, type: object): number {
+  const guards = [handler, type].flatMap(
+    (target) => (Reflect.getMetadata(GUARDS_METADATA, target) as unknown[] | undefined) ?? [],
+  );
+  return guards.filter(
+    (guard) =>
+      guard === SentinelGuard ||
+      guard instanceof SentinelGuard ||
+      (typeof guard === 'function' && guard.prototype instanceof SentinelGuard),
+  ).length;
 }
 
 /** WsException, loaded on the first refused message: @nestjs/websockets is there only in apps with gateways. */
@@ -63,28 +62,24 @@ let wsException: Promise<new (error: object) => Error> | undefined;
  * and its own `@RateLimit()` layered over them, unless `@SkipRateLimit()` skips it.
  */
 export class SentinelGuard implements CanActivate {
+  /** By handler, then class: a method a subclass inherits is another route. */
+  readonly #routes = new WeakMap<object, Map<object, Route>>();
+
   constructor(
     private readonly sentinel: SentinelService,
     private readonly reflector: Reflector,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(SKIP_RATE_LIMIT_METADATA, targets)) return true;
+    const route = this.routeOf(context);
+    if (route.skip) return true;
     const exchange = exchangeOf(context);
     // Microservice transports have no client to count.
     if (exchange === undefined) return true;
-    if (this.defersToOwnBinding(context, exchange)) return true;
-    const limiter = this.sentinel.limiterFor(
-      this.reflector.get<RouteRateLimitOptions | undefined>(
-        RATE_LIMIT_METADATA,
-        context.getClass(),
-      ),
-      this.reflector.get<RouteRateLimitOptions | undefined>(
-        RATE_LIMIT_METADATA,
-        context.getHandler(),
-      ),
-    );
+    if (route.ownBindings > 0 && this.defersToOwnBinding(context, exchange, route.ownBindings)) {
+      return true;
+    }
+    const { limiter } = route;
     const verdict = await this.verdictOnce(limiter, exchange, context);
     if (exchange.setHeader) {
       for (const [name, value] of Object.entries(verdict.headers)) exchange.setHeader(name, value);
@@ -102,10 +97,8 @@ export class SentinelGuard implements CanActivate {
    * first (an auth guard that finds the user). Nest runs global guards first, then the class's,
    * then the handler's, once per call (per top-level field of a GraphQL operation).
    */
-  private defersToOwnBinding(context: ExecutionContext, exchange: Exchange): boolean {
+  private defersToOwnBinding(context: ExecutionContext, exchange: Exchange, own: number): boolean {
     if (!this.sentinel.boundGlobally) return false;
-    const own = ownBindingsOf(context);
-    if (own === 0) return false;
     const counted = countedOn(exchange, context);
     counted[CALLS] ??= new Map();
     const byHandler = counted[CALLS];
@@ -113,6 +106,30 @@ export class SentinelGuard implements CanActivate {
     const call = byHandler.get(handler) ?? 0;
     byHandler.set(handler, call + 1);
     return call % (own + 1) === 0;
+  }
+
+  private routeOf(context: ExecutionContext): Route {
+    const handler = context.getHandler();
+    const type = context.getClass();
+    let byClass = this.#routes.get(handler);
+    if (byClass === undefined) {
+      byClass = new Map();
+      this.#routes.set(handler, byClass);
+    }
+    let route = byClass.get(type);
+    if (route === undefined) {
+      const options = (target: object) =>
+        this.reflector.get<RouteRateLimitOptions | undefined>(RATE_LIMIT_METADATA, target as never);
+      route = {
+        skip:
+          this.reflector.getAllAndOverride<boolean>(SKIP_RATE_LIMIT_METADATA, [handler, type]) ===
+          true,
+        limiter: this.sentinel.limiterFor(options(type), options(handler)),
+        ownBindings: ownBindingsOf(handler, type),
+      };
+      byClass.set(type, route);
+    }
+    return route;
   }
 
   private verdictOnce(
