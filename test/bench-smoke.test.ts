@@ -20,11 +20,13 @@ it('runs every benchmark suite to the end', async () => {
   expect(ran.length).toBeGreaterThanOrEqual(7);
   // A figure that could not be measured prints as NaN or n/a: a suite that broke quietly.
   expect(stdout).not.toMatch(/NaN|n\/a/);
-  // One hot-key gate per framework, and Hono's on Bun too, each printed with its ratio, and all
-  // held (else the bench exits 1 and execFile throws).
+  // One hot-key gate per framework (Express, Koa, Fastify, Hono, Nest on Express and on Fastify),
+  // and Hono's on Bun too, each printed with its ratio, and all held (else the bench exits 1 and
+  // execFile throws).
   const gates = stdout.match(/^ {2}gate held: .*one hot key.*: \d+\.\d+×/gm) ?? [];
   console.log(gates.join('\n'));
-  expect(gates).toHaveLength(5);
+  expect(gates).toHaveLength(7);
+  expect(stdout).toMatch(/^ {2}gate held: Nest on Fastify: /m);
   // Hono's servers on Bun answered, and were measured beside Node's.
   expect(stdout).toMatch(/^ {2}Hono on Bun \| Sentinel as users write it.* \| \d/m);
 }, 300_000);
