@@ -80,8 +80,9 @@ export interface Limiter {
    */
   renew(decision: Decision): Promise<boolean>;
   /**
-   * Stops timers and closes the stores the limiter created, and the client it built from
-   * `redisUrl`. A client you passed as `redis` stays open.
+   * Lets the refunds, penalties, releases and renewals under way finish (each within the store's
+   * deadline), then stops timers and closes the stores the limiter created, and the client it
+   * built from `redisUrl`. A client you passed as `redis` stays open.
    */
   close(): Promise<void>;
 }
@@ -129,6 +130,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const failureMode = new FailureMode(resolved.onStoreError);
   const calls = new StoreCalls(store, { ...resolved, clock }, failureMode);
   const adjustments = { plans, calls, blocks, clock, report, observers };
+  // Adjustments under way, which `close()` lets finish: a release it cut off would hold its
+  // slots until their lease ends, and a refund would be lost.
+  const adjusting = new Set<Promise<unknown>>();
+  function tracked<T>(adjustment: Promise<T>): Promise<T> {
+    adjusting.add(adjustment);
+    const settled = () => adjusting.delete(adjustment);
+    adjustment.then(settled, settled);
+    return adjustment;
+  }
 
   /** A call's cost: a positive integer, or a TypeError. */
   function costOf(options: ConsumeOptions | undefined): number {
@@ -269,11 +279,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
     peek: (key, options) => decide(key, options, false),
     peekJointly: (keys, options) => decideJointly(keys, options, false),
     reset: (key, options) => reset({ plans, store, failureMode, blocks, report }, key, options),
-    refund: (key, options) => refund(adjustments, key, options),
-    penalize: (key, options) => penalize(adjustments, key, options),
-    release: (decision) => release(adjustments, decision),
-    renew: (decision) => renew(adjustments, decision),
+    refund: (key, options) => tracked(refund(adjustments, key, options)),
+    penalize: (key, options) => tracked(penalize(adjustments, key, options)),
+    release: (decision) => tracked(release(adjustments, decision)),
+    renew: (decision) => tracked(renew(adjustments, decision)),
     async close() {
+      // Each ends within the store's deadline; those begun after this are the store's to fail.
+      await Promise.allSettled(adjusting);
       unsubscribe?.();
       failureMode.close();
       if (owned) await store.close();

@@ -1,6 +1,7 @@
 // Concurrency policies: slots held from admission until released, or until their lease ends,
 // decided with the rate policies in the same store call, on every store.
 import { describe, expect, it } from 'vitest';
+import { connect, uniquePrefix } from '../../../../test/harness/clients.ts';
 import { createLimiter, type Decision, type TierOptions } from '../../src/index.ts';
 import { limiterOn, manualClock, STORES } from '../stores.ts';
 
@@ -159,6 +160,35 @@ describe.each(STORES)('with the %s store', (store) => {
       Number.POSITIVE_INFINITY,
     );
     await limiter.close();
+  });
+});
+
+describe('closing', () => {
+  it('lets a release under way finish before it closes the Redis store, so its slot is free', async () => {
+    const redis = connect();
+    const prefix = uniquePrefix('close-release');
+    const errors: Error[] = [];
+    const options = {
+      redis,
+      prefix,
+      concurrency: 1,
+      lease: '1m',
+      onError: (e: Error) => errors.push(e),
+    };
+    const closing = createLimiter(options);
+    const held = await closing.consume('tenant');
+    expect(held.allowed).toBe(true);
+    // Sent, its reply not yet read (microtasks let no I/O in), and the limiter closed then, as
+    // when a response ends while the app shuts down: the release must finish, not fail.
+    const released = closing.release(held);
+    for (let turn = 0; turn < 10; turn++) await Promise.resolve();
+    await closing.close();
+    expect(await released).toBe(true);
+    expect(errors).toEqual([]);
+    const other = createLimiter(options);
+    expect((await other.consume('tenant')).allowed).toBe(true);
+    await other.close();
+    redis.disconnect();
   });
 });
 
