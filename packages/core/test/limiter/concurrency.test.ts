@@ -2,7 +2,12 @@
 // decided with the rate policies in the same store call, on every store.
 import { describe, expect, it } from 'vitest';
 import { connect, uniquePrefix } from '../../../../test/harness/clients.ts';
-import { createLimiter, type Decision, type TierOptions } from '../../src/index.ts';
+import {
+  createLimiter,
+  type Decision,
+  type LimiterOptions,
+  type TierOptions,
+} from '../../src/index.ts';
 import { limiterOn, manualClock, STORES } from '../stores.ts';
 
 describe.each(STORES)('with the %s store', (store) => {
@@ -168,7 +173,7 @@ describe('closing', () => {
     const redis = connect();
     const prefix = uniquePrefix('close-release');
     const errors: Error[] = [];
-    const options = {
+    const options: LimiterOptions = {
       redis,
       prefix,
       concurrency: 1,
