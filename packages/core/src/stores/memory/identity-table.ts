@@ -63,23 +63,35 @@ export class IdentityTable {
    */
   #spareState: KeyState | undefined;
   #spareNamespace: string | undefined;
+  /**
+   * The key `read` found expired, left filed but dead: the new state that usually follows (a key
+   * that refilled to full since its last visit, the common case) takes its place and its state
+   * object, rather than costing a removal, an insertion and an allocation.
+   */
+  #dead: Entry | undefined;
 
   constructor(maxKeys: number) {
     this.#maxKeys = maxKeys;
   }
 
-  /** Keys held now, expired ones included until they are swept or read. */
+  /** Keys held now, expired ones included until they are swept or replaced. */
   get size(): number {
     return this.#size;
   }
 
-  /** A state object a new key of `namespace` may fill in rather than allocate; see #spareState. */
+  /**
+   * A state object a new key of `namespace` may fill in rather than allocate: the dead state of
+   * the key `read` just found expired, or #spareState.
+   */
   spareFor(namespace: string): KeyState | undefined {
+    const dead = this.#dead;
+    if (dead !== undefined && dead.namespace === namespace) return dead.state;
     return namespace === this.#spareNamespace ? this.#spareState : undefined;
   }
 
-  /** The spare state went to a key: no other key may have it. */
-  spareTaken(): void {
+  /** A spare state went to a key: no other key may have it. */
+  spareTaken(state: KeyState): void {
+    if (state !== this.#spareState) return;
     this.#spareState = undefined;
     this.#spareNamespace = undefined;
   }
@@ -95,6 +107,7 @@ export class IdentityTable {
    * field write: keeping the identities in exact use order would cost a move per read.
    */
   read(identity: string, namespace: string, now: number): Entry | undefined {
+    if (this.#dead !== undefined) this.dropDead();
     const hash = this.#hash(identity);
     this.#readHash = hash;
     const first = this.#lookup(identity, hash);
@@ -106,8 +119,8 @@ export class IdentityTable {
     if (entry === undefined) return undefined;
     if (entry.state.expiresAt <= now) {
       // Gone for good, as in Redis: a later request with an earlier clock must not revive it.
-      this.#unlink(first, entry);
-      this.#first = first === entry ? entry.next : first;
+      entry.state.expiresAt = Number.NEGATIVE_INFINITY;
+      this.#dead = entry;
       return undefined;
     }
     return entry;
@@ -119,6 +132,13 @@ export class IdentityTable {
    * identity's first entry and hash as `read` found them spare a lookup.
    */
   insertAfterRead(identity: string, namespace: string, state: KeyState): void {
+    const dead = this.#dead;
+    if (dead !== undefined) {
+      // The same key, which `read` found expired: it comes back to life in its own place.
+      this.#dead = undefined;
+      dead.state = state;
+      return;
+    }
     let first = this.#first;
     if (this.#size >= this.#maxKeys) {
       while (this.#size >= this.#maxKeys && this.#evict());
@@ -151,6 +171,16 @@ export class IdentityTable {
     this.#size++;
   }
 
+  /** Removes the key `read` found expired last, when no new state took its place. */
+  dropDead(): void {
+    const dead = this.#dead;
+    if (dead === undefined) return;
+    this.#dead = undefined;
+    const first = this.#first as Entry;
+    this.#unlink(first, dead);
+    this.#first = first === dead ? dead.next : first;
+  }
+
   remove(identity: string, entry: Entry): void {
     this.#unlink(this.#lookup(identity, this.#hash(identity)) as Entry, entry);
   }
@@ -178,6 +208,7 @@ export class IdentityTable {
     this.#spare = undefined;
     this.#spareState = undefined;
     this.#spareNamespace = undefined;
+    this.#dead = undefined;
   }
 
   /** Seeded, and each character stirred into the whole state before the next comes in. */

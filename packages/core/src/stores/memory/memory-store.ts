@@ -86,7 +86,7 @@ export class MemoryStore implements Store {
     this.#sweeper.unref();
   }
 
-  /** Keys held now, expired ones included until they are swept or read. */
+  /** Keys held now, expired ones included until they are swept or replaced. */
   get size(): number {
     return this.#table.size;
   }
@@ -204,11 +204,12 @@ export class MemoryStore implements Store {
       if (entry === undefined) slot.spare = this.#table.spareFor(namespaces[i] as string);
       const outcome = evaluators[policy.algorithm](input, slot);
       const next = slot.state;
-      if (next !== undefined && next === slot.spare) this.#table.spareTaken();
+      if (next !== undefined && next === slot.spare) this.#table.spareTaken(next);
       slot.state = undefined;
       slot.spare = undefined;
       if (next === undefined) {
         if (entry !== undefined) this.#table.remove(identity, entry);
+        else this.#table.dropDead();
       } else if (entry !== undefined) {
         entry.state = next;
       } else {
@@ -286,6 +287,7 @@ export class MemoryStore implements Store {
       slot.state = undefined;
       if (next === undefined) {
         if (entry !== undefined) this.#table.remove(identity, entry);
+        else this.#table.dropDead();
       } else if (entry !== undefined) {
         entry.state = next;
       } else {

@@ -56,15 +56,27 @@ describe('an IdentityTable', () => {
     }
   });
 
-  it("reads an expired key as absent and drops it, keeping its identity's other keys", () => {
+  it("reads an expired key as absent: the new state takes its place, or it is dropped, keeping its identity's other keys", () => {
     const table = new IdentityTable(100);
     const [a, b] = NAMESPACES as [string, string];
     insert(table, 'user', a, { expiresAt: 10 });
     const live = { expiresAt: 100 };
     insert(table, 'user', b, live);
     expect(table.read('user', a, 10)).toBeUndefined();
+    // The state that usually follows takes the expired key's place: no key more.
+    const renewed = { expiresAt: 50 };
+    table.insertAfterRead('user', a, renewed);
+    expect(table.size).toBe(2);
+    expect(table.read('user', a, 20)?.state).toBe(renewed);
+    // None follows: dropped when asked, or by the next read, and never revived by an earlier clock.
+    expect(table.read('user', a, 50)).toBeUndefined();
+    table.dropDead();
     expect(table.size).toBe(1);
-    expect(table.read('user', b, 10)?.state).toBe(live);
+    expect(table.read('user', a, 0)).toBeUndefined();
+    insert(table, 'user', a, { expiresAt: 60 });
+    expect(table.read('user', a, 60)).toBeUndefined();
+    expect(table.read('user', b, 60)?.state).toBe(live);
+    expect(table.size).toBe(1);
   });
 
   it('holds at most maxKeys keys, each as it was filed, through a churn of new keys and removals', () => {
