@@ -1,19 +1,34 @@
 // One memory-store contender in a process of its own, so that its heap is its own: sequential
 // awaited decisions over a set of keys, then the heap after a full collection, as one JSON line.
-// node --expose-gc --import tsx --import ./src/lib/published-sentinel.mjs src/memory-store/contender.ts <contender> '[{"mode":"cycle","keys":10000,"ms":3000}]'
+// node --expose-gc --import tsx --import ./src/lib/published-sentinel.mjs src/memory-store/contender.ts <contender> '[{"regime":"holding","mode":"cycle","keys":10000,"ms":3000}]'
 import { createLimiter, MemoryStore as SentinelMemoryStore } from '@sentinel/core';
 import { prometheusMetrics } from '@sentinel/core/prometheus';
 import { MemoryStore as ErlMemoryStore, type Options } from 'express-rate-limit';
 import { Registry } from 'prom-client';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 
+/** A limit and its window, as every contender of a run is given them. */
+export interface Quota {
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
 /**
- * 10,000 a day: no run comes near the limit, so every decision admits and all contenders do the
- * same work; and a token takes 8.6 s to come back, so a key revisited within that still holds
- * state (a bucket that is full again has expired, as its Redis key would have).
+ * The regimes a memory store meets, each the same for every contender, cycling over its keys:
+ * - `refilled`: 10^9 an hour; every key revisited has refilled to full since, as with most
+ *   clients of a real service, well under their limit. A full bucket has expired, as its Redis
+ *   key would have, so each visit starts the key afresh.
+ * - `holding`: 10,000 a day; a token takes 8.6 s to come back, so a key revisited within that
+ *   still holds state, and no run comes near the limit.
+ * - `near`: 100 a minute; the keys are at their limit, and most decisions refuse.
  */
-export const LIMIT = 10_000;
-export const WINDOW_MS = 86_400_000;
+export const REGIMES = {
+  refilled: { limit: 1_000_000_000, windowMs: 3_600_000 },
+  holding: { limit: 10_000, windowMs: 86_400_000 },
+  near: { limit: 100, windowMs: 60_000 },
+} as const satisfies Record<string, Quota>;
+
+export type Regime = keyof typeof REGIMES;
 
 /** What a contender reports: decisions per second and the heap once its run is over. */
 export interface ContenderResult {
@@ -36,18 +51,18 @@ interface RlfStorage {
 
 export const CONTENDERS = {
   /** The default store: the process's shared MemoryStore, maxKeys 100,000. */
-  sentinel: (): Contender => {
-    const limiter = createLimiter({ limit: LIMIT, window: WINDOW_MS, algorithm: 'token-bucket' });
+  sentinel: ({ limit, windowMs }: Quota): Contender => {
+    const limiter = createLimiter({ limit, window: windowMs, algorithm: 'token-bucket' });
     return {
       decide: async (key) => (await limiter.consume(key)).allowed,
       close: () => limiter.close(),
     };
   },
   /** The default store, observed by the Prometheus helper: what `observe` costs a decision. */
-  'sentinel-observed': (): Contender => {
+  'sentinel-observed': ({ limit, windowMs }: Quota): Contender => {
     const limiter = createLimiter({
-      limit: LIMIT,
-      window: WINDOW_MS,
+      limit,
+      window: windowMs,
       algorithm: 'token-bucket',
       observe: prometheusMetrics(new Registry()),
     });
@@ -57,19 +72,19 @@ export const CONTENDERS = {
     };
   },
   /** The default store running a fixed window: the same algorithm as express-rate-limit's. */
-  'sentinel-fixed-window': (): Contender => {
-    const limiter = createLimiter({ limit: LIMIT, window: WINDOW_MS, algorithm: 'fixed-window' });
+  'sentinel-fixed-window': ({ limit, windowMs }: Quota): Contender => {
+    const limiter = createLimiter({ limit, window: windowMs, algorithm: 'fixed-window' });
     return {
       decide: async (key) => (await limiter.consume(key)).allowed,
       close: () => limiter.close(),
     };
   },
   /** The token bucket with room for a million keys, to show what holding them all costs. */
-  'sentinel-1m': (): Contender => {
+  'sentinel-1m': ({ limit, windowMs }: Quota): Contender => {
     const store = new SentinelMemoryStore({ maxKeys: 1_000_000 });
     const limiter = createLimiter({
-      limit: LIMIT,
-      window: WINDOW_MS,
+      limit,
+      window: windowMs,
       algorithm: 'token-bucket',
       store,
     });
@@ -86,10 +101,10 @@ export const CONTENDERS = {
    * async function over a Map that refills on Date.now() and returns a decision of Sentinel's
    * fields with one policy's details. It bounds what any limiter of that shape can reach here.
    */
-  'minimal-token-bucket': (): Contender => {
+  'minimal-token-bucket': ({ limit, windowMs }: Quota): Contender => {
     const buckets = new Map<string, { level: number; at: number }>();
-    // Fixed point, as Sentinel's: a token is WINDOW_MS units and a millisecond adds LIMIT.
-    const capacity = LIMIT * WINDOW_MS;
+    // Fixed point, as Sentinel's: a token is windowMs units and a millisecond adds limit.
+    const capacity = limit * windowMs;
     const decide = async (key: string) => {
       const now = Date.now();
       let bucket = buckets.get(key);
@@ -97,17 +112,17 @@ export const CONTENDERS = {
         bucket = { level: capacity, at: now };
         buckets.set(key, bucket);
       }
-      const level = Math.min(capacity, bucket.level + (now - bucket.at) * LIMIT);
-      const allowed = level >= WINDOW_MS;
-      bucket.level = allowed ? level - WINDOW_MS : level;
+      const level = Math.min(capacity, bucket.level + (now - bucket.at) * limit);
+      const allowed = level >= windowMs;
+      bucket.level = allowed ? level - windowMs : level;
       bucket.at = now;
-      const remaining = Math.floor(bucket.level / WINDOW_MS);
-      const resetMs = Math.ceil((capacity - bucket.level) / LIMIT);
-      const retryAfterMs = allowed ? 0 : Math.ceil((WINDOW_MS - level) / LIMIT);
+      const remaining = Math.floor(bucket.level / windowMs);
+      const resetMs = Math.ceil((capacity - bucket.level) / limit);
+      const retryAfterMs = allowed ? 0 : Math.ceil((windowMs - level) / limit);
       const policy = 'default';
       return {
         allowed,
-        limit: LIMIT,
+        limit,
         remaining,
         resetMs,
         retryAfterMs,
@@ -117,8 +132,8 @@ export const CONTENDERS = {
             policy,
             algorithm: 'token-bucket',
             allowed,
-            limit: LIMIT,
-            windowMs: WINDOW_MS,
+            limit,
+            windowMs,
             remaining,
             resetMs,
             retryAfterMs,
@@ -131,16 +146,16 @@ export const CONTENDERS = {
       close: () => buckets.clear(),
     };
   },
-  'express-rate-limit': (): Contender => {
+  'express-rate-limit': ({ limit, windowMs }: Quota): Contender => {
     const store = new ErlMemoryStore();
-    store.init({ windowMs: WINDOW_MS } as Options);
+    store.init({ windowMs } as Options);
     return {
-      decide: async (key) => (await store.increment(key)).totalHits <= LIMIT,
+      decide: async (key) => (await store.increment(key)).totalHits <= limit,
       close: () => store.shutdown(),
     };
   },
-  'rate-limiter-flexible': (): Contender => {
-    let limiter = new RateLimiterMemory({ points: LIMIT, duration: WINDOW_MS / 1000 });
+  'rate-limiter-flexible': ({ limit, windowMs }: Quota): Contender => {
+    let limiter = new RateLimiterMemory({ points: limit, duration: windowMs / 1000 });
     return {
       decide: async (key) => {
         try {
@@ -160,13 +175,14 @@ export const CONTENDERS = {
       },
     };
   },
-} satisfies Record<string, () => Contender>;
+} satisfies Record<string, (quota: Quota) => Contender>;
 
 export type ContenderName = keyof typeof CONTENDERS;
 
 /** One run: `cycle` goes round `keys` keys for `ms` after a pass that creates them all, `flood`
- * uses `keys` distinct keys once each. */
+ * uses `keys` distinct keys once each; every contender under the regime's quota. */
 export interface RunSpec {
+  readonly regime: Regime;
   readonly mode: 'cycle' | 'flood';
   readonly keys: number;
   readonly ms: number;
@@ -213,7 +229,7 @@ async function main(): Promise<void> {
   if (!make) throw new Error(`unknown contender ${name}`);
   for (const spec of JSON.parse(runs as string) as RunSpec[]) {
     // A fresh store per run, so that runs in one process do not share keys.
-    const contender = make();
+    const contender = make(REGIMES[spec.regime]);
     const result = await measure(contender, spec, gc);
     process.stdout.write(`${JSON.stringify(result)}\n`);
     await contender.close();

@@ -1,35 +1,48 @@
-// Memory-store contenders in one process, taking turns, every other round in reverse: each turn
-// a fresh store, an untimed pass that creates every key, then the timed run, and two full
-// collections before the next turn, so that none runs on another's garbage. What a process that
-// hosts them all sees, where contender.ts gives each a process of its own; the heap each result
+// Memory-store contenders in one process, taking turns, every other round in reverse, under each
+// regime in order, as one application would meet them: each turn a fresh store (the shared
+// default one for Sentinel, with what earlier regimes left in it), an untimed pass that creates
+// every key, then the timed run, and two full collections before the next turn, so that none runs
+// on another's garbage. Where contender.ts gives each a process of its own; the heap each result
 // reports is the process's, not the contender's alone.
-// node --expose-gc --import tsx --import ./src/lib/published-sentinel.mjs src/memory-store/taking-turns.ts '["sentinel","rate-limiter-flexible"]' '{"mode":"cycle","keys":10000,"ms":3000}' 5
+// node --expose-gc --import tsx --import ./src/lib/published-sentinel.mjs src/memory-store/taking-turns.ts '["sentinel","rate-limiter-flexible"]' '[{"regime":"refilled","mode":"cycle","keys":10000,"ms":3000}]' 5
 import { alternate } from '../lib/measure.ts';
-import { CONTENDERS, type ContenderName, measure, type RunSpec } from './contender.ts';
+import {
+  CONTENDERS,
+  type ContenderName,
+  type ContenderResult,
+  measure,
+  REGIMES,
+  type RunSpec,
+} from './contender.ts';
 
-/** argv: the contenders as JSON, the run as JSON, the rounds; prints each one's results in round order. */
+/**
+ * argv: the contenders as JSON, the runs as JSON, the rounds; prints, per run in order, each
+ * contender's results in round order, as one JSON array.
+ */
 async function main(): Promise<void> {
-  const [names, run, rounds] = process.argv.slice(2);
+  const [names, runs, rounds] = process.argv.slice(2);
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('run with node --expose-gc');
-  const spec = JSON.parse(run as string) as RunSpec;
-  const contenders = (JSON.parse(names as string) as ContenderName[]).map((name) => {
-    const make = CONTENDERS[name];
-    if (!make) throw new Error(`unknown contender ${name}`);
-    return {
-      name,
-      run: async () => {
-        gc();
-        gc();
-        const contender = make();
-        const result = await measure(contender, spec, gc);
-        await contender.close();
-        return result;
-      },
-    };
-  });
-  const figures = await alternate(Number(rounds), contenders);
-  process.stdout.write(`${JSON.stringify(Object.fromEntries(figures))}\n`);
+  const results: Record<string, ContenderResult[]>[] = [];
+  for (const spec of JSON.parse(runs as string) as RunSpec[]) {
+    const contenders = (JSON.parse(names as string) as ContenderName[]).map((name) => {
+      const make = CONTENDERS[name];
+      if (!make) throw new Error(`unknown contender ${name}`);
+      return {
+        name,
+        run: async () => {
+          gc();
+          gc();
+          const contender = make(REGIMES[spec.regime]);
+          const result = await measure(contender, spec, gc);
+          await contender.close();
+          return result;
+        },
+      };
+    });
+    results.push(Object.fromEntries(await alternate(Number(rounds), contenders)));
+  }
+  process.stdout.write(`${JSON.stringify(results)}\n`);
   // The shared Sentinel store's sweeper is unref'd, but exit now as contender.ts does.
   process.exit(0);
 }
