@@ -182,11 +182,16 @@ export class IdentityTable {
   }
 
   remove(identity: string, entry: Entry): void {
+    // A dead key left by an earlier read goes first, so that none is unlinked twice.
+    const dead = this.#dead;
+    this.dropDead();
+    if (entry === dead) return;
     this.#unlink(this.#lookup(identity, this.#hash(identity)) as Entry, entry);
   }
 
   /** Removes every expired key, then gives back the room of a table left mostly empty. */
   sweep(now: number): void {
+    this.dropDead();
     const slots = this.#slots;
     for (let slot = 0; slot < slots.length; slot++) {
       for (let entry = slots[slot]; entry !== undefined; entry = entry.next) {

@@ -79,6 +79,25 @@ describe('an IdentityTable', () => {
     expect(table.size).toBe(1);
   });
 
+  it('removes a key found expired once, whether removed, swept or read past', () => {
+    const table = new IdentityTable(100);
+    const [a, b] = NAMESPACES as [string, string];
+    insert(table, 'user', a, { expiresAt: 10 });
+    insert(table, 'user', b, { expiresAt: 100 });
+    expect(table.read('user', a, 10)).toBeUndefined();
+    const dead = table.find('user', a);
+    if (dead !== undefined) table.remove('user', dead);
+    table.sweep(10);
+    expect(table.size).toBe(1);
+    expect(table.read('user', b, 10)).toBeDefined();
+    insert(table, 'other', a, { expiresAt: 10 });
+    expect(table.read('other', a, 20)).toBeUndefined();
+    table.sweep(20);
+    expect(table.size).toBe(1);
+    expect(table.read('other', a, 0)).toBeUndefined();
+    expect(table.size).toBe(1);
+  });
+
   it('holds at most maxKeys keys, each as it was filed, through a churn of new keys and removals', () => {
     const maxKeys = 1_000;
     const table = new IdentityTable(maxKeys);
