@@ -1,6 +1,6 @@
 // Memory-store contenders in one process, taking turns, every other round in reverse, under each
-// regime in order, as one application would meet them: each turn a fresh store (the shared
-// default one for Sentinel, with what earlier regimes left in it), an untimed pass that creates
+// regime in order, as one application would meet them: each turn a fresh limiter (Sentinel's on
+// the process's shared default store, with what earlier turns left in it), an untimed pass that creates
 // every key, then the timed run, and two full collections before the next turn, so that none runs
 // on another's garbage. Where contender.ts gives each a process of its own; the heap each result
 // reports is the process's, not the contender's alone.
