@@ -1,5 +1,6 @@
 -- Fixed window: a counter per window. Windows are aligned to the epoch, so every key resets at
--- the same moment.
+-- the same moment. A quota lease counts its units in the window it is taken in, and ends with it:
+-- its units are then spent in that window, or given back to it.
 --
 -- State "<window_index> <count>"; a stored index other than the current one means an old window,
 -- so a key that outlives its window (see EXPIRY_MARGIN_MS) counts nothing.
@@ -21,6 +22,8 @@ ALGORITHMS['fixed-window'] = function(key, limit, window, cost, now, apply)
       local kept = used > 0
       used = used + cost
       save_state(key, string.format('%d %d', index, used), ends_in, kept)
+      -- A quota lease ends with the window it counts in.
+      if QUOTA then QUOTA[3] = math.min(QUOTA[3], now + ends_in) end
     end
     if used == 0 then return 1, limit, 0, 0 end
     return 1, limit - used, ends_in, 0
@@ -49,4 +52,10 @@ ADJUSTMENTS['fixed-window'] = function(key, limit, window, amount, now, at)
   else
     save_state(key, string.format('%d %d', index, used), (index + 1) * window - absolute)
   end
+end
+
+-- Ends a quota lease: its unused units are given back to the window it was taken in, while that
+-- is the current one.
+QUOTA_RETURNS['fixed-window'] = function(key, limit, window, unused, now, at, ends, id)
+  if unused > 0 then ADJUSTMENTS['fixed-window'](key, limit, window, -unused, now, at) end
 end

@@ -42,6 +42,9 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   if allowed == 1 then
     if apply then
       save_state(key, string.format('%d %d %d', index, current, previous), reset, counted)
+      -- A quota lease ends with the fixed window it counts in, so that every unit spent counts
+      -- in the window it was spent in.
+      if QUOTA then QUOTA[3] = math.min(QUOTA[3], now + ends_in) end
     end
     return 1, remaining, reset, 0
   end
@@ -92,4 +95,10 @@ ADJUSTMENTS['sliding-window-counter'] = function(key, limit, window, amount, now
   else
     save_state(key, string.format('%d %d %d', index, current, previous), reset)
   end
+end
+
+-- Ends a quota lease: its unused units are given back to the window it was taken in, as a
+-- refund of them would.
+QUOTA_RETURNS['sliding-window-counter'] = function(key, limit, window, unused, now, at, ends, id)
+  if unused > 0 then ADJUSTMENTS['sliding-window-counter'](key, limit, window, -unused, now, at) end
 end

@@ -2,7 +2,7 @@
 -- one entry per admitted unit of cost.
 --
 -- Scores are times; members are "<time>:<sequence>" so that requests sharing a millisecond stay
--- distinct. Only admitted requests are recorded.
+-- distinct. Only admitted requests are recorded, and the units of a quota lease at its end.
 -- Records `cost` admitted requests at `now`, behind `used` live ones, and sets the key's expiry.
 -- Returns the ms until the newest entry leaves the window.
 local function record_log(key, window, cost, now, used)
@@ -29,6 +29,28 @@ local function record_log(key, window, cost, now, used)
   return reset
 end
 
+-- Records a consume of `cost` at `now` that takes a quota lease of `units` ending at `ends`. The
+-- lease's units are recorded at its end, the latest time they can be spent, so that each counts
+-- in every window that would count it where it is spent. Returns the ms until the newest entry
+-- leaves the window.
+local function record_lease(key, window, cost, units, ends, now, used)
+  if cost > 0 then record_log(key, window, cost, now, used) end
+  local sequence = redis.call('ZCOUNT', key, ends, ends)
+  local batch = {}
+  for i = 1, units do
+    batch[#batch + 1] = ends
+    batch[#batch + 1] = string.format('%d:%d', ends, sequence + i)
+    if #batch == 1000 or i == units then
+      redis.call('ZADD', key, unpack(batch))
+      batch = {}
+    end
+  end
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] + 0
+  local reset = newest + window - now
+  redis.call('PEXPIRE', key, reset + EXPIRY_MARGIN_MS)
+  return reset
+end
+
 WRITES_ITSELF['sliding-window-log'] = true
 
 ALGORITHMS['sliding-window-log'] = function(key, limit, window, cost, now, apply)
@@ -36,7 +58,12 @@ ALGORITHMS['sliding-window-log'] = function(key, limit, window, cost, now, apply
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   local used = redis.call('ZCARD', key)
   if used + cost <= limit and apply then
-    local reset = record_log(key, window, cost, now, used)
+    local reset
+    if QUOTA then
+      reset = record_lease(key, window, cost - QUOTA[2], QUOTA[2], QUOTA[3], now, used)
+    else
+      reset = record_log(key, window, cost, now, used)
+    end
     return 1, math.max(0, limit - used - cost), reset, 0
   end
   local reset = 0
@@ -71,4 +98,9 @@ ADJUSTMENTS['sliding-window-log'] = function(key, limit, window, amount, now, at
     return
   end
   record_log(key, window, math.min(amount, limit), now, redis.call('ZCARD', key))
+end
+
+-- Ends a quota lease: its unused units, recorded at its end, are removed.
+QUOTA_RETURNS['sliding-window-log'] = function(key, limit, window, unused, now, at, ends, id)
+  if unused > 0 then ADJUSTMENTS['sliding-window-log'](key, limit, window, -unused, now, ends) end
 end

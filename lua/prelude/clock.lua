@@ -12,7 +12,7 @@ local EPOCH_MS = 1704067200000
 -- see EPOCH_MS) and whether the call arrived past its expiry: its caller has then been answered
 -- without it and may send it again, so it must do nothing.
 local function begin(given, expiry)
-  STATES, GIVEN_NOW, HELD, DIRTY, DIRTY_N = {}, tonumber(given), nil, {}, 0
+  STATES, GIVEN_NOW, HELD, DIRTY, DIRTY_N, QUOTA = {}, tonumber(given), nil, {}, 0, nil
   local time = redis.call('TIME')
   local clock = time[1] * 1000 + math.floor(time[2] / 1000)
   -- One clock for every gateway: theirs drift, Redis's is shared.

@@ -8,7 +8,9 @@
 -- policy from OUTCOMES[1] (see `answer`), and returns how many keys it used. `mode` is '1' to
 -- consume, '0' to look (a peek), 'p' to take `cost` as a penalty, 'r<at>' to give back
 -- `cost` charged at script time `at`, 'x<at>' to give back the slots taken then of the policies
--- that hold leases (a release, see LEASES), or 'n<at>' to renew those leases from now.
+-- that hold leases (a release, see LEASES), 'n<at>' to renew those leases from now, or
+-- 'q<at>:<ends>:<id>' to end the quota lease `id` taken at `at`, giving back `cost` unused units
+-- (see QUOTA_RETURNS; a lease is taken by `take_quota_lease`).
 -- Several policies consume all-or-nothing, so a rejection anywhere consumes nothing anywhere:
 -- each policy decides as if it consumed, its write held back (HELD), and the writes are made
 -- only once every policy has admitted; on a rejection the policies that admitted are looked at
@@ -20,7 +22,13 @@ local function decide(key, arg, count, cost, now, mode)
   local outcomes = OUTCOMES
   local boxes = key + count
   if mode ~= '1' and mode ~= '0' then
-    local kind, at = string.match(mode, '^([rxn])(%-?%d+)$')
+    local kind, at, ends, id
+    if string.byte(mode) == 113 then
+      kind, at, ends, id = 'q', string.match(mode, '^q(%-?%d+):(%-?%d+):(%w+)$')
+      ends = tonumber(ends)
+    else
+      kind, at = string.match(mode, '^([rxn])(%-?%d+)$')
+    end
     at = tonumber(at)
     local amount = cost
     if at then amount = -cost end
@@ -31,7 +39,10 @@ local function decide(key, arg, count, cost, now, mode)
       local lease, renewed = LEASES[name], 1
       -- A release gives back the slots of the policies that hold leases, and only those; a
       -- refund or a penalty is the rate policies' alone, so a slot is never given back twice.
-      if kind == 'n' then
+      if kind == 'q' then
+        local give = QUOTA_RETURNS[name]
+        if give then give(k, limit, window, cost, now, at, ends, id) end
+      elseif kind == 'n' then
         if lease then renewed = lease(k, limit, window, cost, now, at) end
       elseif (kind == 'x') == (lease ~= nil) then
         local given = ADJUSTMENTS[name](k, limit, window, amount, now, at)
@@ -115,4 +126,24 @@ local function decide(key, arg, count, cost, now, mode)
     if consume or not apply or outcomes[0] == 0 then return b - key end
     consume = true
   end
+end
+
+-- Takes a quota lease beside a consume of `cost`, for mode 'l<units>:<ms>:<id>': the consume and
+-- `units` more, all-or-nothing, if every policy would admit them all now, as one consume of
+-- their sum; otherwise the consume alone, decided as mode '1' decides it. The look first keeps a
+-- lease that does not fit from putting the identity in a penalty box. Returns the units leased,
+-- 0 for none, and the ms until the lease ends: `ms`, or sooner where a policy ends it sooner.
+local function take_quota_lease(key, arg, count, cost, now, mode)
+  local units, ms, id = string.match(mode, '^l(%d+):(%d+):(%w+)$')
+  units = units + 0
+  decide(key, arg, count, cost + units, now, '0')
+  if OUTCOMES[0] == 1 then
+    local lease = { id, units, now + ms }
+    QUOTA = lease
+    decide(key, arg, count, cost + units, now, '1')
+    QUOTA = nil
+    if OUTCOMES[0] == 1 then return units, lease[3] - now end
+  end
+  decide(key, arg, count, cost, now, '1')
+  return 0, 0
 end

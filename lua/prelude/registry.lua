@@ -23,3 +23,14 @@ local WRITES_ITSELF = {}
 -- return how many slots they found; it takes no refund or penalty, and only it is touched by a
 -- release (see `decide`).
 local LEASES = {}
+
+-- algorithm name -> function(key, limit, window, unused, now, at, ends, id) for a rate algorithm:
+-- ends the quota lease `id` taken at `at` and ending at `ends` (scripts' ms), giving back its
+-- `unused` units. A lease past its end gives nothing back: its holder has stopped using it, and
+-- its units count as used (see lua/prelude/quota.lua and docs/leases.md).
+local QUOTA_RETURNS = {}
+
+-- The quota lease a consume is taking, while `take_quota_lease` decides it: { id, units, ends }
+-- with `ends` in scripts' ms, which an algorithm that ends leases sooner (a window's end) lowers.
+-- nil otherwise.
+local QUOTA

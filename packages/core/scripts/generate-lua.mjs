@@ -65,6 +65,8 @@ const parts = [
   'decision',
   // gcd, scale, ms_after and mul_div, the exact arithmetic of the rate algorithms
   'fixed-point',
+  // quota leases in the state of a bucket that refills (token bucket, GCRA): their cap and ends
+  'quota',
 ];
 for (const part of parts) {
   if (!existsSync(join(root, 'lua/prelude', `${part}.lua`))) {

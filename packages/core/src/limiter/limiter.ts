@@ -2,15 +2,18 @@
 // plan, the block cache, the store (or the failure mode), the decision, and its observers.
 import { observeDecision } from '../observe/observer.ts';
 import { storageIdentity } from '../shared/fingerprint.ts';
+import type { Plan } from '../shared/plan.ts';
 import type { ConsumeOptions, Decision } from '../shared/types.ts';
 import { checkPositiveInteger, describe, fail } from '../shared/validation.ts';
 import { toRedisConnection } from '../stores/redis/connection.ts';
+import { RedisStore } from '../stores/redis/redis-store.ts';
 import { IdentityRequest, JointLayout } from '../stores/store-keys.ts';
 import { blockId } from './block-cache.ts';
 import { FailureMode, unknownTierError } from './failure-mode.ts';
 import { type LimiterOptions, resolveOptions, resolveStore } from './options.ts';
 import type { CompiledPlan } from './plan-cache.ts';
 import { checkKey, Plans } from './plans.ts';
+import { QuotaLeases } from './quota-leases.ts';
 import { penalize, type RefundOptions, refund, release, renew } from './refund-and-penalty.ts';
 import { reset } from './reset.ts';
 import { type BesideDecisions, type Leg, StoreCalls } from './store-calls.ts';
@@ -130,6 +133,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const failureMode = new FailureMode(resolved.onStoreError);
   const calls = new StoreCalls(store, { ...resolved, clock }, failureMode);
   const adjustments = { plans, calls, blocks, clock, report, observers };
+  // Quota leases need a store that grants them: Redis. With memory, each decision is local already.
+  const leases =
+    resolved.quotaLeases && store instanceof RedisStore
+      ? new QuotaLeases(resolved.quotaLeases, clock, (request) => tracked(calls.adjust(request)))
+      : undefined;
   // Adjustments under way, which `close()` lets finish: a release it cut off would hold its
   // slots until their lease ends, and a refund would be lost.
   const adjusting = new Set<Promise<unknown>>();
@@ -178,18 +186,49 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     const { plan, layout } = compiled;
     const request = new IdentityRequest(identity, layout, cost, apply, clock?.());
+    if (!apply) return calls.decide(plan, request);
     // The block cache, when on, answers refusals it knows of.
-    if (blocks === undefined || !apply) return calls.decide(plan, request);
-    const id = blockId(plan, key);
-    const known = blocks.refusal(id, cost, clock?.() ?? Date.now());
-    if (known !== undefined) {
-      return Promise.resolve(observeDecision(observers, known, identity, apply, undefined));
+    const id = blocks && blockId(plan, key);
+    if (id !== undefined) {
+      const known = blocks?.refusal(id, cost, clock?.() ?? Date.now());
+      if (known !== undefined) {
+        return Promise.resolve(observeDecision(observers, known, identity, apply, undefined));
+      }
     }
-    // The store, or the failure mode, decides the rest; observers hear of it there, with its time.
+    // A hot key's lease, when on, answers from what it holds, or is taken beside this consume.
+    if (leases !== undefined && plan.lease === undefined) {
+      return leaseOrStore(plan, request, id);
+    }
+    return fromStore(plan, request, id);
+  }
+
+  /** The store's decision, or the failure mode's; observers hear of it there, with its time. */
+  function fromStore(plan: Plan, request: IdentityRequest, id: string | undefined) {
+    if (id === undefined) return calls.decide(plan, request);
     return calls.decide(plan, request).then((decision) => {
-      blocks.remember(id, cost, clock?.() ?? Date.now(), decision);
+      blocks?.remember(id, request.cost, clock?.() ?? Date.now(), decision);
       return decision;
     });
+  }
+
+  /** A consume answered from the key's quota lease, or by the store, taking one if it is hot. */
+  function leaseOrStore(
+    plan: Plan,
+    request: IdentityRequest,
+    id: string | undefined,
+  ): Promise<Decision> {
+    const book = leases as QuotaLeases;
+    const { identity, cost } = request;
+    const now = book.now();
+    const heat = book.heatOf(plan, identity, cost, now);
+    const local = book.spend(heat, cost, now);
+    if (local !== undefined) {
+      return Promise.resolve(observeDecision(observers, local, identity, true, undefined));
+    }
+    request.quota = book.take(heat);
+    return fromStore(plan, request, id).then((decision) =>
+      book.settle(heat, request, decision, now),
+    );
   }
 
   /**
@@ -284,7 +323,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     release: (decision) => tracked(release(adjustments, decision)),
     renew: (decision) => tracked(renew(adjustments, decision)),
     async close() {
-      // Each ends within the store's deadline; those begun after this are the store's to fail.
+      // Leases end first, giving back what they hold; then every adjustment under way finishes,
+      // each within the store's deadline; those begun after this are the store's to fail.
+      await leases?.close();
       await Promise.allSettled(adjusting);
       unsubscribe?.();
       failureMode.close();

@@ -33,6 +33,11 @@ import { type RedisClient, RedisStore } from '../stores/redis/redis-store.ts';
 import { type BlockCache, type BlockCacheOptions, resolveBlockCache } from './block-cache.ts';
 import { type CircuitBreakerOptions, CircuitBreakers } from './circuit-breaker.ts';
 import { CONCURRENCY_POLICY_FIELDS, POLICY_FIELDS, resolvePlan } from './policy.ts';
+import {
+  type QuotaLeaseOptions,
+  type QuotaLeaseSettings,
+  resolveQuotaLeases,
+} from './quota-leases.ts';
 
 /**
  * The limiter's options. The fields of one policy (`name`, `limit`, `window`, `algorithm`,
@@ -117,6 +122,15 @@ export interface LimiterOptions
    */
   observe?: Observer | readonly Observer[];
   /**
+   * Quota leases for hot keys (see docs/leases.md): a process takes a share of a busy key's
+   * budget from Redis in one atomic call, as a debit, and decides from it locally until the
+   * share is spent or the lease ends. Limits still hold exactly; a crashed process strands its
+   * share until the lease ends. Not to be confused with a concurrency policy's `lease`. Off by
+   * default; with a memory store, or for a tier with a concurrency policy, it does nothing.
+   * @default false
+   */
+  quotaLeases?: boolean | QuotaLeaseOptions;
+  /**
    * A pino-compatible logger. It gets one line when a store server goes down or comes back and
    * when a breaker opens or closes, never one per request; without `onError`, other errors are
    * logged once per code, in place of the process warning.
@@ -145,6 +159,7 @@ const LIMITER_OPTIONS = {
   blockCache: true,
   observe: true,
   logger: true,
+  quotaLeases: true,
 } as const satisfies Record<
   Exclude<keyof LimiterOptions, keyof PolicyOptions | keyof ConcurrencyPolicyOptions>,
   true
@@ -190,6 +205,8 @@ export interface ResolvedOptions {
   readonly observers: Observers | undefined;
   /** Tracks which servers are down, while someone listens for the transitions. */
   readonly health: StoreHealth | undefined;
+  /** Undefined when quota leases are off. */
+  readonly quotaLeases: QuotaLeaseSettings | undefined;
 }
 
 /** Checks every option but the store's, which may connect and so comes last. */
@@ -214,6 +231,7 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     breakerOptions === false ? undefined : new CircuitBreakers(breakerOptions, observers?.breaker);
   const health = observers?.store && new StoreHealth(observers.store);
   const blocks = resolveBlockCache(blockCache);
+  const quotaLeases = resolveQuotaLeases(options.quotaLeases);
   // The limiter reports only SentinelErrors, so an onError typed for them receives nothing else.
   const report = createReporter(
     onError as ((error: Error) => void) | undefined,
@@ -230,6 +248,7 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     blocks,
     observers,
     health,
+    quotaLeases,
   };
 }
 

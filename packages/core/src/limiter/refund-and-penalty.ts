@@ -10,6 +10,7 @@ import { type BlockCache, blockId } from './block-cache.ts';
 import { LimiterDecision, toDecision } from './decision.ts';
 import { unknownTierError } from './failure-mode.ts';
 import { checkKey, type Plans } from './plans.ts';
+import { QuotaCharge } from './quota-leases.ts';
 import type { StoreCalls } from './store-calls.ts';
 
 export interface RefundOptions {
@@ -40,7 +41,15 @@ export async function refund(
   const { decision, cost } = options;
   checkObject(decision, 'decision', 'the decision consume resolved with');
   if (cost !== undefined) checkPositiveInteger(cost, 'cost');
-  const charge = LimiterDecision.chargeOf(decision) as IdentityRequest | undefined;
+  const kept = LimiterDecision.chargeOf(decision);
+  // Spent from a quota lease: given back to it while it lasts, with no store call.
+  if (kept instanceof QuotaCharge) {
+    if (storageIdentity(key) !== kept.identity) {
+      fail('key', 'is not the key the decision was made for');
+    }
+    return kept.refund(cost);
+  }
+  const charge = kept as IdentityRequest | undefined;
   // A decision that consumed nothing, or whose store cannot say when it charged, has nothing to give.
   if (charge === undefined || charge.left === 0 || charge.chargedAt === undefined) return false;
   const { identity, layout } = charge;

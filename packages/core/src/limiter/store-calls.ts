@@ -240,6 +240,7 @@ export class StoreCalls {
     storeMs: number | undefined,
   ): Decision {
     const decision = toDecision(plan, reply);
+    if (reply.leased !== undefined) request.leased = reply.leased;
     if (request.apply && charged) {
       // The request is the charge: its keys, policies and cost, and when the store charged it.
       request.chargedAt = reply.at;

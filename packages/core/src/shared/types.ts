@@ -144,6 +144,13 @@ export interface StoreRequest {
    * says what a peek would.
    */
   adjust?: Adjustment;
+  /**
+   * Take a quota lease beside this consume (see docs/leases.md): `units` more of the same
+   * policies, all-or-nothing, for at most `ms`, named `id`, if they would all be admitted now;
+   * the consume alone otherwise. A store that takes leases says what it took in the reply's
+   * `leased`; one that takes none ignores it.
+   */
+  quota?: QuotaTake;
   /** Unix ms by the store's `clock`, read once for the whole decision; undefined without one. */
   now: number | undefined;
   /**
@@ -172,15 +179,26 @@ export interface StoreReply {
   readonly policies: readonly PolicyOutcome[];
   /** Unix ms by the clock the store decided on: what a refund needs to find the window charged. */
   readonly at?: number;
+  /** The quota lease a request's `quota` took: its units (0 for none) and ms until it ends. */
+  readonly leased?: { readonly units: number; readonly ms: number };
+}
+/** A quota lease to take beside a consume: see StoreRequest.quota. */
+export interface QuotaTake {
+  readonly units: number;
+  readonly ms: number;
+  /** Letters and digits, unique to the lease among those of its key. */
+  readonly id: string;
 }
 
 /**
  * A penalty; a refund of a consume charged at Unix ms `at`; the release of the slots that
- * consume took of its concurrency policies, alone; or their renewal, as a lease from now.
+ * consume took of its concurrency policies, alone; their renewal, as a lease from now; or the
+ * end of the quota lease `id` taken at `at` and ending at `ends`, giving back `cost` unused units.
  */
 export type Adjustment =
   | { readonly kind: 'penalize' }
-  | { readonly kind: 'refund' | 'release' | 'renew'; readonly at: number };
+  | { readonly kind: 'refund' | 'release' | 'renew'; readonly at: number }
+  | { readonly kind: 'quota'; readonly at: number; readonly ends: number; readonly id: string };
 
 export interface Store {
   evaluate(request: StoreRequest): StoreReply | Promise<StoreReply>;

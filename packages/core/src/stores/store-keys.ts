@@ -81,6 +81,9 @@ export class IdentityRequest implements StoreRequest {
   sentAt = Number.NaN;
   /** A penalty or a refund in place of a decision. */
   adjust: StoreRequest['adjust'] = undefined;
+  /** A quota lease to take beside the consume, and, once answered, what the store leased. */
+  quota: StoreRequest['quota'] = undefined;
+  leased: StoreReply['leased'] = undefined;
   /**
    * Once an admitted consume's decision keeps it for a refund: the Unix ms the store charged it
    * at (undefined from a store that cannot say), and the units not given back yet.

@@ -267,6 +267,8 @@ export class MemoryStore implements Store {
     input.cost = cost;
     const slot = this.#slot;
     const held = new Array<boolean>(policies.length).fill(true);
+    // This store takes no quota lease (a request's `quota` is ignored), so it has none to end.
+    if (kind === 'quota') return held;
     for (let i = 0; i < policies.length; i++) {
       const policy = policies[i] as StoreRequest['policies'][number];
       const lease = leases[policy.algorithm];

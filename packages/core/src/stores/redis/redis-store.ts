@@ -19,7 +19,7 @@ import {
 import { FunctionLibrary } from './function-library.ts';
 import { listeningTime } from './listening-time.ts';
 import { RedisNode } from './node.ts';
-import { decodeReply } from './reply.ts';
+import { decodeReply, withLease } from './reply.ts';
 import { scriptClockOf } from './script-clock.ts';
 import { evaluateScript } from './script-evaluator.ts';
 import { type ScriptName, scripts } from './scripts.generated.ts';
@@ -143,6 +143,8 @@ export class RedisStore implements Store {
 
   evaluate(request: StoreRequest): Promise<StoreReply> {
     const { keys, cost, apply, args, script, adjust } = request;
+    // A quota lease is taken by the one-request script, whose reply says what it took.
+    const quota = apply && adjust === undefined ? request.quota : undefined;
     // A time from the caller is taken only from the clock a test gave this store.
     const now = request.now !== undefined && scriptClockOf(this) ? request.now : undefined;
     // Whatever writes must not count late: consumes, penalties and refunds carry an expiry. Yet
@@ -163,7 +165,9 @@ export class RedisStore implements Store {
         argv,
         call,
       );
-      return reply && decodeReply(reply, count, now ?? call.clock);
+      if (reply === undefined) return undefined;
+      const decoded = decodeReply(reply, count, now ?? call.clock);
+      return quota === undefined ? decoded : withLease(decoded, reply);
     };
     // A joint consume's keys may name several identities: on a Cluster, one script can touch
     // them only when they share a slot, and a batch it joined would fail with it.
@@ -176,7 +180,7 @@ export class RedisStore implements Store {
       );
     }
     // A test's clock differs call by call, while a batch runs on one.
-    if (now !== undefined) return this.#call(keys, writer, alone);
+    if (now !== undefined || quota !== undefined) return this.#call(keys, writer, alone);
     return this.#call(keys, writer, (call, node) => {
       const group = this.#batchGroup(keys[0] as string);
       if (group === undefined) return alone(call, node);
@@ -518,9 +522,15 @@ export class RedisStore implements Store {
 /** The scripts' mode letter of each adjustment at a time (see `decide` in lua/prelude/decision.lua). */
 const ADJUSTMENT_MODES = { refund: 'r', release: 'x', renew: 'n' } as const;
 
-function mode({ apply, adjust }: StoreRequest): string {
-  if (adjust === undefined) return apply ? '1' : '0';
+function mode({ apply, adjust, quota }: StoreRequest): string {
+  if (adjust === undefined) {
+    if (quota !== undefined && apply) return `l${quota.units}:${quota.ms}:${quota.id}`;
+    return apply ? '1' : '0';
+  }
   if (adjust.kind === 'penalize') return 'p';
+  if (adjust.kind === 'quota') {
+    return `q${adjust.at - EPOCH_MS}:${adjust.ends - EPOCH_MS}:${adjust.id}`;
+  }
   return `${ADJUSTMENT_MODES[adjust.kind]}${adjust.at - EPOCH_MS}`;
 }
 

@@ -55,3 +55,13 @@ export function decodeReply(
   }
   return { allowed, policies, at };
 }
+
+/** A reply that took a quota lease: its last two integers are the units leased and its ms. */
+export function withLease(decoded: StoreReply, reply: readonly number[]): StoreReply {
+  const units = reply[reply.length - 2] as number;
+  const ms = reply[reply.length - 1] as number;
+  if (!Number.isSafeInteger(units) || !Number.isSafeInteger(ms)) {
+    throw new TypeError(`Unexpected script reply ${reply}`);
+  }
+  return { ...decoded, leased: { units, ms } };
+}

@@ -1,0 +1,357 @@
+// Quota leases: a hot key's budget taken into this process a share at a time, each share a debit
+// the store granted in one atomic call, and spent here without a round trip. The fleet admits at
+// most what the store granted, so a limit still holds exactly (see docs/leases.md).
+import type { Plan } from '../shared/plan.ts';
+import type { Decision, PolicyOutcome, QuotaTake, Window } from '../shared/types.ts';
+import { checkObject, describe, fail, rejectUnknownFields } from '../shared/validation.ts';
+import { parseWindow } from '../shared/window.ts';
+import { IdentityRequest, type KeyLayout } from '../stores/store-keys.ts';
+import { LimiterDecision, toDecision } from './decision.ts';
+
+export interface QuotaLeaseOptions {
+  /**
+   * How long a lease lasts at most. Its unspent units go back when it ends; a process that dies
+   * holding one strands them until then (and a fixed window's until the window ends, if sooner).
+   * @default '1s'
+   */
+  duration?: Window;
+  /**
+   * Units of cost one key must be asked for in this process within one `duration` before it
+   * takes leases: a colder key never waits for one, and decides in the store as ever.
+   * @default 32
+   */
+  hotAt?: number;
+  /**
+   * The most of what a key has left in the store that one lease takes, so that one process
+   * cannot strand the budget while others starve: a fraction in (0, 1].
+   * @default 0.25
+   */
+  share?: number;
+}
+
+const FIELDS = ['duration', 'hotAt', 'share'] as const;
+
+/** A lease smaller than this is not worth its two calls: near the budget's end, none is taken. */
+export const MIN_LEASE_UNITS = 4;
+
+/**
+ * Ms a lease's holder stops before the end the store stated: the store read its clock after this
+ * process sent the call, in whole ms, so the lease ends no sooner than the send plus its ms, less
+ * one; and a margin for timers.
+ */
+const LEASE_END_MARGIN_MS = 2;
+
+export interface QuotaLeaseSettings {
+  readonly durationMs: number;
+  readonly hotAt: number;
+  readonly share: number;
+}
+
+/** `quotaLeases` checked: undefined when off. A bad value throws a TypeError naming it. */
+export function resolveQuotaLeases(
+  value: boolean | QuotaLeaseOptions | undefined,
+): QuotaLeaseSettings | undefined {
+  if (value === undefined || value === false) return undefined;
+  const options: QuotaLeaseOptions = value === true ? {} : value;
+  if (value !== true) {
+    checkObject(value, 'quotaLeases', 'true, or { duration, hotAt, share }');
+    rejectUnknownFields(value, FIELDS, 'quotaLeases');
+  }
+  const { duration = '1s', hotAt = 32, share = 0.25 } = options;
+  const durationMs = parseWindow(duration);
+  if (durationMs === undefined) {
+    fail(
+      'quotaLeases.duration',
+      `must be positive whole milliseconds or a string like '500ms' or '2s', got ${describe(duration)}`,
+    );
+  }
+  if (!Number.isSafeInteger(hotAt) || hotAt < 1) {
+    fail('quotaLeases.hotAt', `must be a positive integer, got ${describe(hotAt)}`);
+  }
+  if (typeof share !== 'number' || !(share > 0 && share <= 1)) {
+    fail('quotaLeases.share', `must be a number above 0 and at most 1, got ${describe(share)}`);
+  }
+  return { durationMs, hotAt, share };
+}
+
+/** One lease this process holds: its units left and its end, and the sync that granted it. */
+class QuotaLease {
+  ended = false;
+
+  constructor(
+    readonly plan: Plan,
+    readonly identity: string,
+    readonly layout: KeyLayout,
+    readonly id: string,
+    /** Units not spent yet. */
+    public left: number,
+    /** By the leases' clock: spending stops before it. */
+    readonly deadline: number,
+    /** Unix ms by the store's clock: when it was granted, and when the store ends it. */
+    readonly at: number,
+    readonly ends: number,
+    /** What the store said each policy had left, besides this lease, and when. */
+    readonly synced: readonly PolicyOutcome[],
+    readonly syncedAt: number,
+  ) {}
+
+  /**
+   * The decision of a request spent from the lease: each policy shows what it had left at the
+   * sync, which other processes may have spent since, plus what the lease still holds, and so
+   * never more than the fleet had then.
+   */
+  decision(now: number): Decision {
+    const elapsed = now - this.syncedAt;
+    const { policies } = this.plan;
+    const outcomes: PolicyOutcome[] = new Array(policies.length);
+    for (let i = 0; i < policies.length; i++) {
+      const synced = this.synced[i] as PolicyOutcome;
+      outcomes[i] = {
+        allowed: true,
+        remaining: Math.min(
+          (policies[i] as Plan['policies'][number]).limit,
+          synced.remaining + this.left,
+        ),
+        resetMs: Math.max(0, synced.resetMs - elapsed),
+        retryAfterMs: 0,
+      };
+    }
+    return toDecision(this.plan, { allowed: true, policies: outcomes });
+  }
+}
+
+/** What a decision spent from a lease: a refund gives it back to the lease while it lasts. */
+export class QuotaCharge {
+  constructor(
+    private readonly lease: QuotaLease,
+    public left: number,
+  ) {}
+
+  get identity(): string {
+    return this.lease.identity;
+  }
+
+  /** Gives `amount` (by default all) back to the lease; false once the lease has ended. */
+  refund(amount: number | undefined): boolean {
+    if (this.left === 0 || this.lease.ended) return false;
+    const given = Math.min(amount ?? this.left, this.left);
+    this.left -= given;
+    this.lease.left += given;
+    return true;
+  }
+}
+
+/** A key's demand in this process, this period and the last, and its lease. */
+class Heat {
+  /** Units asked for this period, and the period before. */
+  seen = 0;
+  before = 0;
+  /** What the store last said the key had left, its most restrictive policy's. */
+  remaining = 0;
+  lease: QuotaLease | undefined = undefined;
+  /** A call taking a lease is under way: one at a time. */
+  taking = false;
+}
+
+/** How a lease's end reaches the store: the limiter's adjustment call, tracked for `close()`. */
+export type SendQuotaReturn = (request: IdentityRequest) => Promise<unknown>;
+
+/**
+ * The leases of one limiter, and the demand that decides when to take them and how large. Keys
+ * are counted per period of one lease's duration, in two maps of which the older is dropped each
+ * period, so a key not asked for in two periods is forgotten and its lease given back.
+ */
+export class QuotaLeases {
+  readonly #settings: QuotaLeaseSettings;
+  readonly #now: () => number;
+  /** The store's clock where a test gave it one, which each call carries. */
+  readonly #storeClock: (() => number) | undefined;
+  readonly #send: SendQuotaReturn;
+  readonly #recordsLeases = new WeakMap<Plan, boolean>();
+  readonly #idPrefix = Math.floor(Math.random() * 36 ** 8).toString(36);
+  #sequence = 0;
+  #current = new Map<Plan, Map<string, Heat>>();
+  #previous = new Map<Plan, Map<string, Heat>>();
+  #periodEnds: number;
+
+  constructor(
+    settings: QuotaLeaseSettings,
+    storeClock: (() => number) | undefined,
+    send: SendQuotaReturn,
+  ) {
+    this.#settings = settings;
+    this.#storeClock = storeClock;
+    this.#now = storeClock ?? (() => performance.now());
+    const now = this.#now;
+    this.#send = send;
+    this.#periodEnds = now() + settings.durationMs;
+  }
+
+  /** The clock deadlines are stated on. */
+  now(): number {
+    return this.#now();
+  }
+
+  /** The key's demand, with `cost` more asked for now. */
+  heatOf(plan: Plan, identity: string, cost: number, now: number): Heat {
+    if (now >= this.#periodEnds) this.#rotate(now);
+    let byIdentity = this.#current.get(plan);
+    if (byIdentity === undefined) {
+      byIdentity = new Map();
+      this.#current.set(plan, byIdentity);
+    }
+    let heat = byIdentity.get(identity);
+    if (heat === undefined) {
+      const earlier = this.#previous.get(plan);
+      heat = earlier?.get(identity);
+      if (heat === undefined) {
+        heat = new Heat();
+      } else {
+        earlier?.delete(identity);
+        heat.before = heat.seen;
+        heat.seen = 0;
+      }
+      byIdentity.set(identity, heat);
+    }
+    heat.seen += cost;
+    return heat;
+  }
+
+  /**
+   * A request of `cost` decided from the key's lease, if it holds enough and has not ended; a
+   * lease that is spent or past its end is ended here, and the request goes to the store.
+   */
+  spend(heat: Heat, cost: number, now: number): Decision | undefined {
+    const lease = heat.lease;
+    if (lease === undefined) return undefined;
+    if (lease.left >= cost && now < lease.deadline) {
+      lease.left -= cost;
+      const decision = lease.decision(now);
+      LimiterDecision.keep(decision, new QuotaCharge(lease, cost));
+      return decision;
+    }
+    this.#end(heat, lease);
+    return undefined;
+  }
+
+  /**
+   * The lease to take beside a consume the store decides, sized to the key's demand over one
+   * duration and at most `share` of what it has left; none for a key below `hotAt`, while a take
+   * is under way, or when that is under MIN_LEASE_UNITS.
+   */
+  take(heat: Heat): QuotaTake | undefined {
+    if (heat.taking || heat.lease !== undefined) return undefined;
+    const { hotAt, share, durationMs } = this.#settings;
+    const demand = Math.max(heat.seen, heat.before);
+    if (demand < hotAt) return undefined;
+    const units = Math.min(demand, Math.floor(heat.remaining * share));
+    if (units < MIN_LEASE_UNITS) return undefined;
+    heat.taking = true;
+    return { units, ms: durationMs, id: `${this.#idPrefix}${(this.#sequence++).toString(36)}` };
+  }
+
+  /**
+   * Hears the store's decision of a consume: what the key has left, and the lease it took, if
+   * any, which its decision shows among what is left. `sentAt` is when it was sent, by `now`.
+   */
+  settle(heat: Heat, request: IdentityRequest, decision: Decision, sentAt: number): Decision {
+    if (request.quota !== undefined) heat.taking = false;
+    if (decision.degraded !== undefined) return decision;
+    heat.remaining = decision.remaining;
+    const leased = request.leased;
+    if (leased === undefined || leased.units === 0 || !decision.allowed) return decision;
+    const at = request.chargedAt;
+    if (at === undefined) return decision;
+    const { plan } = request.layout;
+    const synced = decision.policies.map(
+      (p): PolicyOutcome => ({
+        allowed: true,
+        remaining: p.remaining,
+        resetMs: p.resetMs,
+        retryAfterMs: 0,
+      }),
+    );
+    const lease = new QuotaLease(
+      plan,
+      request.identity,
+      request.layout,
+      (request.quota as QuotaTake).id,
+      leased.units,
+      sentAt + leased.ms - LEASE_END_MARGIN_MS,
+      at,
+      at + leased.ms,
+      synced,
+      sentAt,
+    );
+    const old = heat.lease;
+    if (old !== undefined) this.#end(heat, old);
+    heat.lease = lease;
+    // The request that took it shows the lease's units among what is left, as the next will.
+    for (const policy of decision.policies) {
+      policy.remaining = Math.min(policy.limit, policy.remaining + leased.units);
+    }
+    decision.remaining = Math.min(decision.limit, decision.remaining + leased.units);
+    return decision;
+  }
+
+  /** Ends every lease, giving back what is unspent; resolves once the store has heard. */
+  close(): Promise<unknown> {
+    const ending: Promise<unknown>[] = [];
+    for (const generation of [this.#previous, this.#current]) {
+      for (const byIdentity of generation.values()) {
+        for (const heat of byIdentity.values()) {
+          if (heat.lease !== undefined) ending.push(this.#end(heat, heat.lease));
+        }
+      }
+    }
+    this.#previous = new Map();
+    this.#current = new Map();
+    return Promise.allSettled(ending);
+  }
+
+  /** A new period: keys not asked for in the last two are forgotten, their leases given back. */
+  #rotate(now: number): void {
+    const forgotten = this.#previous;
+    this.#previous = this.#current;
+    this.#current = new Map();
+    this.#periodEnds = now + this.#settings.durationMs;
+    for (const byIdentity of forgotten.values()) {
+      for (const heat of byIdentity.values()) {
+        if (heat.lease !== undefined) this.#end(heat, heat.lease);
+      }
+    }
+  }
+
+  /**
+   * Ends a lease here, and in the store when it holds something to give back: unspent units, or
+   * a bucket's record of the lease, which keeps its units from refilling until then.
+   */
+  #end(heat: Heat, lease: QuotaLease): Promise<unknown> {
+    if (heat.lease === lease) heat.lease = undefined;
+    if (lease.ended) return Promise.resolve();
+    lease.ended = true;
+    const unused = lease.left;
+    lease.left = 0;
+    if (unused === 0 && !this.#records(lease.plan)) return Promise.resolve();
+    const request = new IdentityRequest(
+      lease.identity,
+      lease.layout,
+      unused,
+      false,
+      this.#storeClock?.(),
+    );
+    request.adjust = { kind: 'quota', at: lease.at, ends: lease.ends, id: lease.id };
+    // A return that fails leaves the units to lapse at the lease's end: under-admission only.
+    return this.#send(request).catch(() => undefined);
+  }
+
+  /** Whether the plan has a policy whose state records its leases (token bucket, GCRA). */
+  #records(plan: Plan): boolean {
+    let records = this.#recordsLeases.get(plan);
+    if (records === undefined) {
+      records = plan.policies.some((p) => p.algorithm === 'token-bucket' || p.algorithm === 'gcra');
+      this.#recordsLeases.set(plan, records);
+    }
+    return records;
+  }
+}
