@@ -38,8 +38,11 @@ afterEach(async () => {
 });
 
 /** A server of the test's own, to stop, pause or flush without reaching other suites. */
-export async function ownServer(port?: number): Promise<RedisProcess> {
-  const server = await startRedis([], port);
+export async function ownServer(
+  port?: number,
+  extraArgs: readonly string[] = [],
+): Promise<RedisProcess> {
+  const server = await startRedis(extraArgs, port);
   servers.push(server);
   return server;
 }

@@ -13,7 +13,7 @@ import { FailureMode, unknownTierError } from './failure-mode.ts';
 import { type LimiterOptions, resolveOptions, resolveStore } from './options.ts';
 import type { CompiledPlan } from './plan-cache.ts';
 import { checkKey, Plans } from './plans.ts';
-import { QuotaLeases } from './quota-leases.ts';
+import { type Heat, QuotaLeases } from './quota-leases.ts';
 import { penalize, type RefundOptions, refund, release, renew } from './refund-and-penalty.ts';
 import { reset } from './reset.ts';
 import { type BesideDecisions, type Leg, StoreCalls } from './store-calls.ts';
@@ -218,17 +218,41 @@ export function createLimiter(options: LimiterOptions): Limiter {
     id: string | undefined,
   ): Promise<Decision> {
     const book = leases as QuotaLeases;
-    const { identity, cost } = request;
     const now = book.now();
-    const heat = book.heatOf(plan, identity, cost, now);
-    const local = book.spend(heat, cost, now);
+    const heat = book.heatOf(plan, request.identity, request.cost, now);
+    return fromLease(book, heat, plan, request, id, now, false);
+  }
+
+  /**
+   * A consume spent from the key's lease; or, while a lease is being taken, once it is (a burst
+   * would otherwise go to Redis request by request meanwhile); or by the store. A consume that
+   * waited for a take goes to the store if it brought nothing, and never starts another: a
+   * failing store would otherwise be tried once per waiting request, one after the other.
+   */
+  function fromLease(
+    book: QuotaLeases,
+    heat: Heat,
+    plan: Plan,
+    request: IdentityRequest,
+    id: string | undefined,
+    now: number,
+    waited: boolean,
+  ): Promise<Decision> {
+    const local = book.spend(heat, request.cost, now);
     if (local !== undefined) {
-      return Promise.resolve(observeDecision(observers, local, identity, true, undefined));
+      return Promise.resolve(observeDecision(observers, local, request.identity, true, undefined));
     }
-    request.quota = book.take(heat);
-    return fromStore(plan, request, id).then((decision) =>
+    if (waited) return fromStore(plan, request, id);
+    const taking = heat.taking;
+    if (taking !== undefined) {
+      return taking.then(() => fromLease(book, heat, plan, request, id, book.now(), true));
+    }
+    request.quota = book.take(heat, now);
+    const decided = fromStore(plan, request, id).then((decision) =>
       book.settle(heat, request, decision, now),
     );
+    if (request.quota !== undefined) heat.taking = decided;
+    return decided;
   }
 
   /**

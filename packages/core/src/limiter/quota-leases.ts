@@ -142,15 +142,20 @@ export class QuotaCharge {
 }
 
 /** A key's demand in this process, this period and the last, and its lease. */
-class Heat {
+export class Heat {
   /** Units asked for this period, and the period before. */
   seen = 0;
   before = 0;
-  /** What the store last said the key had left, its most restrictive policy's. */
+  /**
+   * What the store last said the key had left (its most restrictive policy's), and when, by the
+   * leases' clock, it said every policy would be back at its full limit.
+   */
   remaining = 0;
+  fullAt = Number.POSITIVE_INFINITY;
+  limit = 0;
   lease: QuotaLease | undefined = undefined;
-  /** A call taking a lease is under way: one at a time. */
-  taking = false;
+  /** The call taking a lease, while it is under way: one at a time, which others wait for. */
+  taking: Promise<unknown> | undefined = undefined;
 }
 
 /** How a lease's end reaches the store: the limiter's adjustment call, tracked for `close()`. */
@@ -239,14 +244,15 @@ export class QuotaLeases {
    * duration and at most `share` of what it has left; none for a key below `hotAt`, while a take
    * is under way, or when that is under MIN_LEASE_UNITS.
    */
-  take(heat: Heat): QuotaTake | undefined {
-    if (heat.taking || heat.lease !== undefined) return undefined;
+  take(heat: Heat, now: number): QuotaTake | undefined {
+    if (heat.taking !== undefined || heat.lease !== undefined) return undefined;
     const { hotAt, share, durationMs } = this.#settings;
     const demand = Math.max(heat.seen, heat.before);
     if (demand < hotAt) return undefined;
-    const units = Math.min(demand, Math.floor(heat.remaining * share));
+    // A key last seen spent may have refilled since: once the store's reset has passed, it is full.
+    const left = now >= heat.fullAt ? heat.limit : heat.remaining;
+    const units = Math.min(demand, Math.floor(left * share));
     if (units < MIN_LEASE_UNITS) return undefined;
-    heat.taking = true;
     return { units, ms: durationMs, id: `${this.#idPrefix}${(this.#sequence++).toString(36)}` };
   }
 
@@ -255,9 +261,13 @@ export class QuotaLeases {
    * any, which its decision shows among what is left. `sentAt` is when it was sent, by `now`.
    */
   settle(heat: Heat, request: IdentityRequest, decision: Decision, sentAt: number): Decision {
-    if (request.quota !== undefined) heat.taking = false;
+    if (request.quota !== undefined) heat.taking = undefined;
     if (decision.degraded !== undefined) return decision;
     heat.remaining = decision.remaining;
+    heat.limit = decision.limit;
+    let resetMs = 0;
+    for (const policy of decision.policies) resetMs = Math.max(resetMs, policy.resetMs);
+    heat.fullAt = sentAt + resetMs;
     const leased = request.leased;
     if (leased === undefined || leased.units === 0 || !decision.allowed) return decision;
     const at = request.chargedAt;
