@@ -116,6 +116,47 @@ describe('the gateway with REDIS_URL', () => {
     expect((await fetch(`${spender.url}/hello`, { headers: FREE })).status).toBe(200);
   });
 
+  it('gives back what its quota leases hold when it stops on SIGTERM', async () => {
+    const token = 'test-admin-token-0123456789';
+    const key = 'bulk-key-0123456789';
+    const config = [
+      `prefix: ${uniquePrefix('gateway-leases')}`,
+      'tiers:',
+      '  FREE: { limit: 10, window: 1m }',
+      '  BULK: { name: bulk, limit: 1000, window: 1h }',
+      'keys:',
+      `  ${key}: BULK`,
+      'quotaLeases: { hotAt: 8 }',
+      '',
+    ].join('\n');
+    const env = {
+      REDIS_URL: inject('redisUrl'),
+      SENTINEL_CONFIG: configFile('gateway.yaml', config),
+      SENTINEL_ADMIN_TOKEN: token,
+    };
+    const [spender, operator] = await Promise.all([startGateway(env), startGateway(env)]);
+    const remaining = async () => {
+      const response = await fetch(`${operator.url}/_sentinel/identities/${key}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      if (response.status !== 200) return undefined;
+      const body = (await response.json()) as { policies: { remaining: number }[] };
+      return body.policies[0]?.remaining;
+    };
+    await waitForValue(async () => (await remaining()) === 1000, 20_000, 'a quota read from Redis');
+    // Hot: past 8 requests a second the gateway leases a share of the key's budget, larger as
+    // its demand grows, and spends it without Redis.
+    for (let i = 0; i < 40; i++) {
+      const response = await fetch(`${spender.url}/hello`, { headers: { 'x-api-key': key } });
+      expect(response.status).toBe(200);
+    }
+    // Redis counts the units the lease holds as spent, until it ends.
+    expect(await remaining()).toBeLessThan(960);
+    spender.child.kill('SIGTERM');
+    expect(await spender.exited).toBe(0);
+    expect(await remaining()).toBe(960);
+  });
+
   it("answers 503 for a key's quota while Redis is out of reach, rather than a guess", async () => {
     const token = 'test-admin-token-0123456789';
     const { url } = await startGateway({

@@ -24,7 +24,14 @@ export interface RouteRule {
 /** The options handed to Sentinel as written: Sentinel checks them and names the option. */
 export type LimiterSettings = Pick<
   SentinelOptions,
-  'tiers' | 'defaultTier' | 'headers' | 'onStoreError' | 'timeout' | 'prefix' | 'shed'
+  | 'tiers'
+  | 'defaultTier'
+  | 'headers'
+  | 'onStoreError'
+  | 'timeout'
+  | 'prefix'
+  | 'shed'
+  | 'quotaLeases'
 >;
 
 export interface GatewayConfig {
@@ -100,6 +107,7 @@ const FIELDS = [
   'timeout',
   'prefix',
   'shed',
+  'quotaLeases',
   'logLevel',
   'admin',
   'statusPage',
@@ -202,6 +210,7 @@ export function loadConfig(
       timeout: raw.timeout,
       prefix: raw.prefix,
       ...(raw.shed !== undefined && { shed: shedOf(raw.shed, at('shed')) }),
+      ...(raw.quotaLeases !== undefined && { quotaLeases: raw.quotaLeases }),
     } as LimiterSettings,
     adminToken,
     statusPage,
