@@ -8,6 +8,7 @@ import { connect, uniquePrefix } from '../harness/clients.ts';
 import {
   expectEveryAlgorithmAndMixedTier,
   expectFlushRecovery,
+  expectQuotaLeasesExact,
   expressAnswers,
   STEADY,
 } from '../harness/connection-checks.ts';
@@ -26,6 +27,11 @@ afterAll(async () => {
 });
 
 describe.each(LIBRARIES)('a limiter on a Cluster client of %s', (library) => {
+  it('takes quota leases, admits no more than the limit over 3 clients, and gives back what they held', async () => {
+    const clients = await Promise.all([1, 2, 3].map(() => open(library, cluster.seeds)));
+    await expectQuotaLeasesExact(clients, 'cluster-leases');
+  });
+
   it('admits exactly the limit with every algorithm and with a mixed tier, and resets', async () => {
     const client = await open(library, cluster.seeds);
     await expectEveryAlgorithmAndMixedTier(client, 'cluster');

@@ -12,6 +12,7 @@ import {
   commandCalls,
   expectEveryAlgorithmAndMixedTier,
   expectFlushRecovery,
+  expectQuotaLeasesExact,
   expressAnswers,
   STEADY,
 } from '../harness/connection-checks.ts';
@@ -32,6 +33,11 @@ afterAll(async () => {
 });
 
 describe.each(LIBRARIES)('a limiter on a client of %s', (library: LibraryName) => {
+  it('takes quota leases, admits no more than the limit over 3 clients, and gives back what they held', async () => {
+    const clients = await Promise.all([1, 2, 3].map(() => open(library, server.url)));
+    await expectQuotaLeasesExact(clients, 'byo-leases');
+  });
+
   it('admits exactly the limit with every algorithm and with a mixed tier, and resets', async () => {
     const client = await open(library, server.url);
     await expectEveryAlgorithmAndMixedTier(client, 'byo');
