@@ -6,7 +6,7 @@ import { rateLimit as expressRateLimit } from 'express-rate-limit';
 import { type RedisReply, RedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { connect, createFloor } from './redis-clients.ts';
-import { sentinelMiddleware } from './sentinel-options.ts';
+import { headersByHand, sentinelMiddleware } from './sentinel-options.ts';
 import { HUGE_LIMIT, type Running, type Variant, WINDOW_MS } from './variants.ts';
 
 /** The limiter middleware of a variant, and what closes the resources it holds. */
@@ -26,8 +26,17 @@ async function limiterOf(
     }
     case 'sentinel':
     case 'sentinel-by-key':
-    case 'sentinel-own-client': {
+    case 'sentinel-own-client':
+    case 'sentinel-leases': {
       return sentinelMiddleware(variant, redisUrl, sentinel);
+    }
+    case 'bare-headers': {
+      const headers = headersByHand();
+      const use: RequestHandler = (_req, res, next) => {
+        for (const [name, value] of headers()) res.setHeader(name, value);
+        next();
+      };
+      return { use, close: async () => {} };
     }
     case 'express-rate-limit': {
       const client = await connect(redisUrl);

@@ -3,7 +3,7 @@ import fastifyRateLimit from '@fastify/rate-limit';
 import { sentinel } from '@sentinel/fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { connect, createFloor } from './redis-clients.ts';
-import { sentinelOptions } from './sentinel-options.ts';
+import { headersByHand, sentinelOptions } from './sentinel-options.ts';
 import { HUGE_LIMIT, type Running, type Variant, WINDOW_MS } from './variants.ts';
 
 /** Registers the variant's limiter; what closes the clients the app does not close itself. */
@@ -22,9 +22,17 @@ async function limit(
       });
       return floor.close;
     }
+    case 'bare-headers': {
+      const headers = headersByHand();
+      app.addHook('onRequest', async function headersHook(_request, reply) {
+        for (const [name, value] of headers()) reply.header(name, value);
+      });
+      return async () => {};
+    }
     case 'sentinel':
     case 'sentinel-by-key':
-    case 'sentinel-own-client': {
+    case 'sentinel-own-client':
+    case 'sentinel-leases': {
       // Its limiter closes with the app; a client the app made is the app's to close.
       const { options, close } = sentinelOptions(variant, redisUrl);
       await app.register(sentinel, options);

@@ -4,7 +4,7 @@ import { rateLimit as sentinel } from '@sentinel/koa';
 import Koa, { type Middleware } from 'koa';
 import koaRatelimit from 'koa-ratelimit';
 import { connect, createFloor } from './redis-clients.ts';
-import { sentinelMiddleware } from './sentinel-options.ts';
+import { headersByHand, sentinelMiddleware } from './sentinel-options.ts';
 import { HUGE_LIMIT, type Running, type Variant, WINDOW_MS } from './variants.ts';
 
 async function limiterOf(
@@ -24,8 +24,17 @@ async function limiterOf(
     }
     case 'sentinel':
     case 'sentinel-by-key':
-    case 'sentinel-own-client': {
+    case 'sentinel-own-client':
+    case 'sentinel-leases': {
       return sentinelMiddleware(variant, redisUrl, sentinel);
+    }
+    case 'bare-headers': {
+      const headers = headersByHand();
+      const use: Middleware = async (ctx, next) => {
+        for (const [name, value] of headers()) ctx.set(name, value);
+        await next();
+      };
+      return { use, close: async () => {} };
     }
     case 'koa-ratelimit': {
       const db = await connect(redisUrl);

@@ -20,7 +20,7 @@ function identifyByKey(req: { headers: Readonly<Record<string, string | string[]
 }
 
 /** The variant's options, and what closes the client the app owns, if it made one. */
-export function sentinelOptions(variant: SentinelVariant, redisUrl: string) {
+export function sentinelOptions(variant: SentinelVariant | 'sentinel-leases', redisUrl: string) {
   const common = {
     limit: HUGE_LIMIT,
     window: WINDOW_MS,
@@ -31,12 +31,14 @@ export function sentinelOptions(variant: SentinelVariant, redisUrl: string) {
       return { options: { ...common, redisUrl }, close: async () => {} };
     case 'sentinel-by-key':
       return { options: { ...common, redisUrl, identify: identifyByKey }, close: async () => {} };
-    case 'sentinel-own-client': {
+    case 'sentinel-own-client':
+    case 'sentinel-leases': {
       // As a user writes it: ioredis's defaults, not the settings Sentinel gives its own client.
       const { hostname, port } = new URL(redisUrl);
       const redis = new Redis({ host: hostname, port: Number(port) });
+      const leases = variant === 'sentinel-leases' && { quotaLeases: true };
       return {
-        options: { ...common, redis, identify: identifyByKey },
+        options: { ...common, redis, identify: identifyByKey, ...leases },
         close: async () => void (await redis.quit()),
       };
     }
@@ -48,7 +50,7 @@ export function sentinelOptions(variant: SentinelVariant, redisUrl: string) {
  * then the client the app made, if any.
  */
 export function sentinelMiddleware<M extends { close(): Promise<void> }>(
-  variant: SentinelVariant,
+  variant: SentinelVariant | 'sentinel-leases',
   redisUrl: string,
   rateLimit: (options: ReturnType<typeof sentinelOptions>['options']) => M,
 ): { use: M; close: () => Promise<void> } {
@@ -60,4 +62,17 @@ export function sentinelMiddleware<M extends { close(): Promise<void> }>(
 /** The failures Sentinel reported in this process so far. */
 export function sentinelFailures(): number {
   return failures;
+}
+
+/**
+ * The `RateLimit-Policy` and `RateLimit` headers Sentinel sends on an admitted request (draft 11),
+ * as a bare app would set them by hand: the same names, the same shape, a count that changes.
+ */
+export function headersByHand(): () => [string, string][] {
+  let left = HUGE_LIMIT;
+  const policy = `"${HUGE_LIMIT}-per-1m";q=${HUGE_LIMIT};w=${WINDOW_MS / 1000}`;
+  return () => [
+    ['RateLimit-Policy', policy],
+    ['RateLimit', `"${HUGE_LIMIT}-per-1m";r=${--left};t=60`],
+  ];
 }

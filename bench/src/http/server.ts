@@ -6,7 +6,14 @@
 // It prints `listening <port>` once it accepts connections; on SIGTERM or SIGINT it prints
 // `failures <n>`, the failures Sentinel reported, and closes.
 import { sentinelFailures } from './sentinel-options.ts';
-import { FRAMEWORKS, type Framework, type Running, type Variant, variantsOf } from './variants.ts';
+import {
+  FRAMEWORKS,
+  type Framework,
+  LEASE_VARIANTS,
+  type Running,
+  type Variant,
+  variantsOf,
+} from './variants.ts';
 
 type Serve = (variant: Variant, redisUrl: string) => Promise<Running>;
 
@@ -24,7 +31,12 @@ const SERVE: Record<Framework, () => Promise<Serve>> = {
 };
 
 const [framework, variant, redisUrl] = process.argv.slice(2) as [Framework, Variant, string];
-if (!FRAMEWORKS.includes(framework) || !variantsOf(framework).includes(variant) || !redisUrl) {
+// The quota-lease suite's variants are Express's, Koa's and Fastify's.
+const leaseVariant =
+  ['express', 'koa', 'fastify'].includes(framework) &&
+  (LEASE_VARIANTS as readonly Variant[]).includes(variant);
+const known = variantsOf(framework).includes(variant) || leaseVariant;
+if (!FRAMEWORKS.includes(framework) || !known || !redisUrl) {
   console.error(`usage: server.ts <${FRAMEWORKS.join('|')}> <variant> <redis-url>`);
   process.exit(2);
 }

@@ -42,7 +42,20 @@ export const PEERS = {
 export const SENTINELS = ['sentinel', 'sentinel-by-key', 'sentinel-own-client'] as const;
 export type SentinelVariant = (typeof SENTINELS)[number];
 
-export type Variant = 'bare' | 'floor' | SentinelVariant | (typeof PEERS)[Framework][number];
+/**
+ * The quota-lease suite's: `sentinel-leases`, Sentinel as users write it (`sentinel-own-client`)
+ * with `quotaLeases: true`; and `bare-headers`, the bare app setting the `RateLimit` headers
+ * Sentinel sets by hand, the bound of any limiter that sends them.
+ */
+export const LEASE_VARIANTS = ['sentinel-leases', 'bare-headers'] as const;
+export type LeaseVariant = (typeof LEASE_VARIANTS)[number];
+
+export type Variant =
+  | 'bare'
+  | 'floor'
+  | SentinelVariant
+  | LeaseVariant
+  | (typeof PEERS)[Framework][number];
 
 export function variantsOf(framework: Framework): readonly Variant[] {
   // Nest's app sets Sentinel up one way: its own ioredis client, one hot key.

@@ -4,6 +4,7 @@ import { blockCache } from './block-cache.ts';
 import { concurrency } from './concurrency.ts';
 import { degraded } from './degraded.ts';
 import { http } from './http.ts';
+import { leases } from './leases.ts';
 import { memoryStore } from './memory-store.ts';
 import { multiPolicy } from './multi-policy.ts';
 import { nodeDecisions } from './node-decisions.ts';
@@ -15,6 +16,7 @@ export const SUITES: Record<string, Suite> = {
   'node-decisions': nodeDecisions,
   'memory-store': memoryStore,
   http,
+  leases,
   degraded,
   'multi-policy': multiPolicy,
   'block-cache': blockCache,
