@@ -133,11 +133,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const failureMode = new FailureMode(resolved.onStoreError);
   const calls = new StoreCalls(store, { ...resolved, clock }, failureMode);
   const adjustments = { plans, calls, blocks, clock, report, observers };
-  // Quota leases need a store that grants them: Redis. With memory, each decision is local already.
-  const leases =
-    resolved.quotaLeases && store instanceof RedisStore
-      ? new QuotaLeases(resolved.quotaLeases, clock, (request) => tracked(calls.adjust(request)))
-      : undefined;
   // Adjustments under way, which `close()` lets finish: a release it cut off would hold its
   // slots until their lease ends, and a refund would be lost.
   const adjusting = new Set<Promise<unknown>>();
@@ -147,6 +142,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
     adjustment.then(settled, settled);
     return adjustment;
   }
+  // Quota leases need a store that grants them: Redis. With memory, each decision is local already.
+  const leases =
+    resolved.quotaLeases && store instanceof RedisStore
+      ? new QuotaLeases(resolved.quotaLeases, clock, (request) => tracked(calls.adjust(request)))
+      : undefined;
 
   /** A call's cost: a positive integer, or a TypeError. */
   function costOf(options: ConsumeOptions | undefined): number {
