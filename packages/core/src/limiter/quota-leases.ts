@@ -41,6 +41,9 @@ export const MIN_LEASE_UNITS = 4;
  */
 const LEASE_END_MARGIN_MS = 2;
 
+/** How long before its end a lease nobody spends to the end is given back. */
+const RETURN_LEAD_MS = 50;
+
 export interface QuotaLeaseSettings {
   readonly durationMs: number;
   readonly hotAt: number;
@@ -175,6 +178,11 @@ export class QuotaLeases {
   readonly #recordsLeases = new WeakMap<Plan, boolean>();
   readonly #idPrefix = Math.floor(Math.random() * 36 ** 8).toString(36);
   #sequence = 0;
+  /** The keys holding a lease, and the timer that ends leases nobody spends to their end. */
+  readonly #live = new Set<Heat>();
+  readonly #returnLeadMs: number;
+  #timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
   #current = new Map<Plan, Map<string, Heat>>();
   #previous = new Map<Plan, Map<string, Heat>>();
   #periodEnds: number;
@@ -186,6 +194,8 @@ export class QuotaLeases {
   ) {
     this.#settings = settings;
     this.#storeClock = storeClock;
+    // Long enough for the return to reach Redis before the lease ends there; a tenth of a short lease.
+    this.#returnLeadMs = Math.min(RETURN_LEAD_MS, settings.durationMs / 10);
     this.#now = storeClock ?? (() => performance.now());
     const now = this.#now;
     this.#send = send;
@@ -296,6 +306,8 @@ export class QuotaLeases {
     const old = heat.lease;
     if (old !== undefined) this.#end(heat, old);
     heat.lease = lease;
+    this.#live.add(heat);
+    this.#wakeBy(lease.deadline);
     // The request that took it shows the lease's units among what is left, as the next will.
     for (const policy of decision.policies) {
       policy.remaining = Math.min(policy.limit, policy.remaining + leased.units);
@@ -306,6 +318,8 @@ export class QuotaLeases {
 
   /** Ends every lease, giving back what is unspent; resolves once the store has heard. */
   close(): Promise<unknown> {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
     const ending: Promise<unknown>[] = [];
     for (const generation of [this.#previous, this.#current]) {
       for (const byIdentity of generation.values()) {
@@ -317,6 +331,35 @@ export class QuotaLeases {
     this.#previous = new Map();
     this.#current = new Map();
     return Promise.allSettled(ending);
+  }
+
+  /**
+   * Wakes up `returnLeadMs` before `deadline`, or sooner if it must for another lease: a lease
+   * nobody spends to its end is ended then, while Redis still holds it, so that its unspent units
+   * go back rather than lapse. Only on the real clock: a test's clock moves by hand.
+   */
+  #wakeBy(deadline: number): void {
+    if (this.#storeClock !== undefined) return;
+    const at = deadline - this.#returnLeadMs;
+    if (this.#timer !== undefined && this.#timerAt <= at) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => this.#wake(), Math.max(0, at - this.#now()));
+    this.#timer.unref?.();
+  }
+
+  /** Ends the leases within `returnLeadMs` of their end, and sleeps until the next one is. */
+  #wake(): void {
+    this.#timer = undefined;
+    const now = this.#now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const heat of this.#live) {
+      const lease = heat.lease;
+      if (lease === undefined) continue;
+      if (lease.deadline - this.#returnLeadMs <= now) this.#end(heat, lease);
+      else next = Math.min(next, lease.deadline);
+    }
+    if (next !== Number.POSITIVE_INFINITY) this.#wakeBy(next);
   }
 
   /** A new period: keys not asked for in the last two are forgotten, their leases given back. */
@@ -337,7 +380,10 @@ export class QuotaLeases {
    * a bucket's record of the lease, which keeps its units from refilling until then.
    */
   #end(heat: Heat, lease: QuotaLease): Promise<unknown> {
-    if (heat.lease === lease) heat.lease = undefined;
+    if (heat.lease === lease) {
+      heat.lease = undefined;
+      this.#live.delete(heat);
+    }
     if (lease.ended) return Promise.resolve();
     lease.ended = true;
     const unused = lease.left;

@@ -105,6 +105,24 @@ describe('quota leases', () => {
     await plain.close();
   });
 
+  it('a lease nobody spends to its end is given back before it ends, on Redis time', async () => {
+    const prefix = uniquePrefix('quota-idle');
+    const options = { onError: failOnError, prefix, limit: 1000, window: '1h' } as const;
+    const limiter = createLimiter({
+      ...options,
+      quotaLeases: { hotAt: 10, duration: '300ms' },
+      redis: clientOf(server.url),
+    });
+    const plain = createLimiter({ ...options, redis: clientOf(server.url) });
+    await consumeMany(() => limiter.consume('k'), 12);
+    // The tenth took a lease of 10, of which 2 are spent: Redis counts all 10 until it ends.
+    expect((await plain.peek('k')).remaining).toBe(980);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect((await plain.peek('k')).remaining).toBe(988);
+    await limiter.close();
+    await plain.close();
+  });
+
   it('a lease is spent only until its end, and then the store decides again', async () => {
     const { limiter, clock } = onClock({ limit: 1000, window: '1h', ...HOT });
     await consumeMany(() => limiter.consume('k'), 10);
