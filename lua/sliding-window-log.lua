@@ -3,27 +3,32 @@
 --
 -- Scores are times; members are "<time>:<sequence>" so that requests sharing a millisecond stay
 -- distinct. Only admitted requests are recorded, and the units of a quota lease at its end.
+-- Adds `count` entries at time `at`, numbered on from `sequence`. ZADD in batches: unpack() is
+-- bounded by Lua's stack.
+local function add_entries(key, at, count, sequence)
+  local batch = {}
+  for i = 1, count do
+    batch[#batch + 1] = at
+    batch[#batch + 1] = string.format('%d:%d', at, sequence + i)
+    if #batch == 1000 or i == count then
+      redis.call('ZADD', key, unpack(batch))
+      batch = {}
+    end
+  end
+end
+
 -- Records `cost` admitted requests at `now`, behind `used` live ones, and sets the key's expiry.
 -- Returns the ms until the newest entry leaves the window.
 local function record_log(key, window, cost, now, used)
   -- Members at one time are numbered 1..n; they leave the window together, so numbering on
-  -- from the count at `now` keeps them unique. Only a clock that stepped back leaves entries
-  -- newer than now, which then also set the expiry.
+  -- from the count at `now` keeps them unique. Only a clock that stepped back, or a quota lease,
+  -- leaves entries newer than now, which then also set the expiry.
   local newest, sequence = now, 0
   if used > 0 then
     newest = math.max(now, redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] + 0)
     if newest >= now then sequence = redis.call('ZCOUNT', key, now, now) end
   end
-  -- ZADD in batches: unpack() is bounded by Lua's stack.
-  local batch = {}
-  for i = 1, cost do
-    batch[#batch + 1] = now
-    batch[#batch + 1] = string.format('%d:%d', now, sequence + i)
-    if #batch == 1000 or i == cost then
-      redis.call('ZADD', key, unpack(batch))
-      batch = {}
-    end
-  end
+  add_entries(key, now, cost, sequence)
   local reset = newest + window - now
   redis.call('PEXPIRE', key, reset + EXPIRY_MARGIN_MS)
   return reset
@@ -35,16 +40,7 @@ end
 -- leaves the window.
 local function record_lease(key, window, cost, units, ends, now, used)
   if cost > 0 then record_log(key, window, cost, now, used) end
-  local sequence = redis.call('ZCOUNT', key, ends, ends)
-  local batch = {}
-  for i = 1, units do
-    batch[#batch + 1] = ends
-    batch[#batch + 1] = string.format('%d:%d', ends, sequence + i)
-    if #batch == 1000 or i == units then
-      redis.call('ZADD', key, unpack(batch))
-      batch = {}
-    end
-  end
+  add_entries(key, ends, units, redis.call('ZCOUNT', key, ends, ends))
   local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] + 0
   local reset = newest + window - now
   redis.call('PEXPIRE', key, reset + EXPIRY_MARGIN_MS)

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { ALGORITHMS, type Algorithm } from '../../packages/core/src/index.ts';
 import { uniquePrefix } from '../harness/clients.ts';
 import { besideCpuHog } from '../harness/cpu-hog.ts';
 import { ownServer } from '../harness/own-redis.ts';
@@ -16,13 +17,6 @@ import { type Admission, checkLedger, type LedgerPolicy } from './quota-ledger.t
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WORKER = fileURLToPath(new URL('./quota-ledger-worker.ts', import.meta.url));
-const ALGORITHMS = [
-  'token-bucket',
-  'gcra',
-  'fixed-window',
-  'sliding-window-counter',
-  'sliding-window-log',
-] as const;
 // Skewed: the processes burst at the same turns, 1.2 s apart. One sends 300 at a time and takes
 // no leases, as a process not opted in (or of an older release) would. The others send a burst
 // of 2 first in its turn, which takes a lease sized to the demand before it, about 30; and a
@@ -93,7 +87,7 @@ function readLedger(file: string): Admission[] {
 }
 
 /** Runs the fleet for `algorithm` through a SIGKILL and a Redis restart; returns the ledger's findings. */
-async function runLedger(algorithm: (typeof ALGORITHMS)[number]) {
+async function runLedger(algorithm: Algorithm) {
   // Redis keeps every write in its append-only file, so that a restart loses no state: the limit
   // cannot hold across a restart that forgets what was admitted, with leases or without.
   const data = mkdtempSync(join(tmpdir(), 'sentinel-ledger-'));
