@@ -151,8 +151,10 @@ describe('quota leases, proved by a ledger of four processes', () => {
       expect(findings.violations).toEqual([]);
       expect(findings.admitted).toBeGreaterThan(0);
       // False 429s show as a low share. The kill strands a lease, the restart refuses for a
-      // while, and the bursts leave the budget idle between turns: 0.55 to 0.85 seen.
-      expect(findings.used).toBeGreaterThan(0.4);
+      // while, and the bursts leave the budget idle between turns: 0.5 to 0.85 seen; the log's
+      // 0.39 to 0.62, since a leased unit counts there a window from the lease's end, and these
+      // leases (1.5 s) are longer than the window.
+      expect(findings.used).toBeGreaterThan(algorithm === 'sliding-window-log' ? 0.25 : 0.4);
     }, 60_000);
   }
 
