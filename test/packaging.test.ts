@@ -107,6 +107,9 @@ beforeAll(async () => {
       'prom-client@15.1.3',
       // Nest's HTTP platform, which a Nest app adds beside @sentinel/nestjs's peers.
       '@nestjs/platform-express@12',
+      // The optional peer `openTelemetry` loads, and the SDK an app registers.
+      '@opentelemetry/api@1.9.1',
+      '@opentelemetry/sdk-metrics@2.12.1',
     ],
     {
       cwd: consumer,
@@ -159,6 +162,45 @@ ${usePrometheus}`,
 const { Registry } = require('prom-client');
 ${usePrometheus}`,
   );
+  // openTelemetry: counts in the SDK where @opentelemetry/api is installed; a TypeError naming
+  // the option where it is not (the Nest 11 project), and nothing lost without the option.
+  const useOpenTelemetry = `const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3600000 });
+const meterProvider = new MeterProvider({ readers: [reader] });
+const limiter = createLimiter({ limit: 2, window: '1m', openTelemetry: { meterProvider } });
+(async () => {
+  for (let i = 0; i < 3; i++) await limiter.consume('k');
+  await reader.forceFlush();
+  const counts = {};
+  for (const r of exporter.getMetrics()) for (const s of r.scopeMetrics) for (const m of s.metrics) {
+    if (m.descriptor.name === 'sentinel.decisions') for (const p of m.dataPoints) counts[p.attributes['sentinel.result']] = p.value;
+  }
+  console.log(JSON.stringify(counts));
+})();`;
+  await writeFile(
+    join(consumer, 'otel.mjs'),
+    `import { createLimiter } from '@sentinel/core';
+import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+${useOpenTelemetry}`,
+  );
+  await writeFile(
+    join(consumer, 'otel.cjs'),
+    `const { createLimiter } = require('@sentinel/core');
+const { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } = require('@opentelemetry/sdk-metrics');
+${useOpenTelemetry}`,
+  );
+  const withoutApi = `const plain = createLimiter({ limit: 1, window: '1m' });
+let thrown;
+try { createLimiter({ limit: 1, window: '1m', openTelemetry: true }); } catch (error) { thrown = error; }
+plain.consume('k').then((d) => console.log(JSON.stringify({ allowed: d.allowed, type: thrown?.constructor.name, message: thrown?.message })));`;
+  await writeFile(
+    join(nest11, 'no-otel.mjs'),
+    `import { createLimiter } from '@sentinel/core';\n${withoutApi}`,
+  );
+  await writeFile(
+    join(nest11, 'no-otel.cjs'),
+    `const { createLimiter } = require('@sentinel/core');\n${withoutApi}`,
+  );
   for (const [name, entry] of Object.entries(PACKAGES)) {
     if (name === 'core' || name === 'rls') continue;
     const check = `console.log(typeof ${entry} + ' ' + typeof byApiKey + ' ' + typeof RedisStore);`;
@@ -173,9 +215,11 @@ ${usePrometheus}`,
   }
   const typed = `import { createLimiter, type Decision, type LimiterOptions } from '@sentinel/core';
 import { prometheusMetrics } from '@sentinel/core/prometheus';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 const options: LimiterOptions = {
   tiers: { FREE: { limit: 10, window: '1m' } },
   observe: [prometheusMetrics(), { decision: ({ outcome }) => outcome.length }],
+  openTelemetry: { meterProvider: new MeterProvider() },
 };
 const decision: Promise<Decision> = createLimiter(options).consume('key', { tier: 'FREE' });
 export { decision };
@@ -279,6 +323,26 @@ describe('the packed packages', () => {
     async (file) => {
       const { stdout } = await run(process.execPath, [file], { cwd: consumer });
       expect(stdout.trim()).toBe('true');
+    },
+  );
+
+  it.each(['otel.mjs', 'otel.cjs'])(
+    'count decisions in an OpenTelemetry SDK from %s',
+    async (file) => {
+      const { stdout } = await run(process.execPath, [file], { cwd: consumer });
+      expect(JSON.parse(stdout)).toEqual({ allowed: 2, limited: 1 });
+    },
+  );
+
+  it.each(['no-otel.mjs', 'no-otel.cjs'])(
+    'without @opentelemetry/api, limit as ever, and refuse `openTelemetry` with a TypeError, from %s',
+    async (file) => {
+      const { stdout } = await run(process.execPath, [file], { cwd: nest11 });
+      expect(JSON.parse(stdout)).toEqual({
+        allowed: true,
+        type: 'TypeError',
+        message: expect.stringMatching(/openTelemetry.*npm install @opentelemetry\/api/),
+      });
     },
   );
 

@@ -34,6 +34,7 @@ export {
   MemoryStore,
   type MemoryStoreOptions,
   type Observer,
+  type OpenTelemetryOptions,
   type PolicyDecision,
   type PolicyKind,
   type PolicyOptions,

@@ -67,6 +67,11 @@ export type {
   StoreErrorEvent,
   StoreStateEvent,
 } from './observe/observer.ts';
+export type {
+  MeterProviderLike,
+  OpenTelemetryOptions,
+  TracerProviderLike,
+} from './observe/opentelemetry.ts';
 export { type DescriptorEntryLike, descriptorKey } from './shared/descriptor-key.ts';
 export { SentinelError, type SentinelErrorCode } from './shared/errors.ts';
 export { fingerprint, storageIdentity } from './shared/fingerprint.ts';

@@ -1,5 +1,5 @@
 // The framework-free heart of every adapter: identify, limit, and say what to answer.
-import { createLimiter, type Limiter, type LimiterOptions } from '../limiter/limiter.ts';
+import { createLimiter, type Limiter, type LimiterOptions, legsOf } from '../limiter/limiter.ts';
 import { SHORTHAND_FIELDS } from '../limiter/options.ts';
 import { connectOnce, type SharedConnection, storeOnce } from '../limiter/shared-connection.ts';
 import { createReporter } from '../observe/reporter.ts';
@@ -96,7 +96,9 @@ function buildLimiters<Req, Res>(settings: HttpSettings<Req, Res>) {
     const bans =
       ban === undefined ? undefined : new BanCounter(ban, options, reportedFromTheDecision);
     const shedder =
-      shed === undefined ? undefined : new LoadShedder<Req>(shed, options, reportedFromTheDecision);
+      shed === undefined
+        ? undefined
+        : new LoadShedder<Req>(shed, options, reportedFromTheDecision, legsOf(limiter).telemetry);
     return { limiter, bans, shedder, connection: { close } };
   } catch (error) {
     void close();

@@ -210,7 +210,10 @@ export class RequestChecks<Req extends RequestLike, Res> {
     if (bans && !shadow && refusedForNow(decision)) {
       return bans
         .count(key, decision, (error) => this.#report(error, req))
-        .then((ban) => verdictOn(decision, cost, this.#settings, now, ban));
+        .then((ban) => {
+          if (ban !== undefined) legsOf(this.#limiter).telemetry?.countBanned(decision);
+          return verdictOn(decision, cost, this.#settings, now, ban);
+        });
     }
     const verdict = verdictOn(decision, cost, this.#settings, now);
     // The other budget's slots, for an identity counted within another, go with the response.

@@ -1,8 +1,10 @@
 // `shed`: every request in flight across the fleet, counted under one identity in the store, so
 // that past (1 - reserve) of the capacity only critical requests are let in, up to all of it.
 import { createLimiter, type Limiter, type LimiterOptions, legsOf } from '../limiter/limiter.ts';
+import { TELEMETRY } from '../limiter/options.ts';
 import { MAX_LOG_LIMIT } from '../limiter/policy.ts';
 import type { Leg } from '../limiter/store-calls.ts';
+import type { Telemetry } from '../observe/opentelemetry.ts';
 import type { Decision, Window } from '../shared/types.ts';
 import {
   checkFunction,
@@ -103,6 +105,7 @@ export class LoadShedder<Req> {
     settings: ShedSettings<Req>,
     options: Omit<LimiterOptions, 'onError'>,
     onError: () => void,
+    telemetry?: Telemetry,
   ) {
     this.#settings = settings;
     const { observe } = options;
@@ -115,6 +118,8 @@ export class LoadShedder<Req> {
       ...storeOptionsOf(options),
       // Its decisions are observed under their own tiers, apart from the identities'.
       ...(observe !== undefined && { observe }),
+      // Its refusals are the requests shed.
+      ...(telemetry !== undefined && { [TELEMETRY]: telemetry.forShedding() }),
       prefix: `${settings.prefix}:shed`,
       tiers: { [NORMAL]: policy(settings.normal), [CRITICAL]: policy(settings.all) },
       defaultTier: NORMAL,

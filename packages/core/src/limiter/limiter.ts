@@ -1,6 +1,7 @@
 // createLimiter: options resolved once, then each decision flows through the same steps: its
 // plan, the block cache, the store (or the failure mode), the decision, and its observers.
 import { observeDecision } from '../observe/observer.ts';
+import type { Telemetry } from '../observe/opentelemetry.ts';
 import { storageIdentity } from '../shared/fingerprint.ts';
 import type { Plan } from '../shared/plan.ts';
 import type { ConsumeOptions, Decision } from '../shared/types.ts';
@@ -106,6 +107,8 @@ export interface LimiterLegs {
     key: string,
     options?: ConsumeOptions,
   ): Promise<BesideDecisions> | undefined;
+  /** The limiter's OpenTelemetry, when on: the HTTP layer counts its bans there. */
+  readonly telemetry: Telemetry | undefined;
 }
 
 const LEGS = Symbol('@sentinel/core limiter legs');
@@ -126,7 +129,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // Undefined but for a memory store given a clock: a store decides on its own clock, and the
   // limiter states its own times (the block cache's) on it too.
   const clock = store.clock;
-  const { breakers, blocks, observers, report } = resolved;
+  const { breakers, blocks, observers, report, telemetry } = resolved;
   // A store that is connected again is probed at once rather than after the cool-down.
   const unsubscribe = breakers && store.onReady?.(() => breakers.probeNow());
   const plans = new Plans(resolved.prefix, resolved.fallback, resolved.plans);
@@ -335,12 +338,22 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return calls.decide(plan, new IdentityRequest(identity, layout, cost, apply, clock?.()));
   }
 
+  /** A public decision call; with OpenTelemetry on, timed and added to the caller's span. */
+  function traced<K>(
+    call: (keys: K, options: ConsumeOptions | undefined) => Promise<Decision>,
+  ): (keys: K, options?: ConsumeOptions) => Promise<Decision> {
+    if (telemetry === undefined) return call;
+    return (keys, options) => telemetry.decide(() => call(keys, options));
+  }
+
   const limiter: Limiter & { [LEGS]: LimiterLegs } = {
-    [LEGS]: { prepare, consumeBeside },
-    consume: (key, options) => decide(key, options, true),
-    consumeJointly: (keys, options) => decideJointly(keys, options, true),
-    peek: (key, options) => decide(key, options, false),
-    peekJointly: (keys, options) => decideJointly(keys, options, false),
+    [LEGS]: { prepare, consumeBeside, telemetry },
+    consume: traced((key: string, options) => decide(key, options, true)),
+    consumeJointly: traced((keys: readonly string[], options) =>
+      decideJointly(keys, options, true),
+    ),
+    peek: traced((key: string, options) => decide(key, options, false)),
+    peekJointly: traced((keys: readonly string[], options) => decideJointly(keys, options, false)),
     reset: (key, options) => reset({ plans, store, failureMode, blocks, report }, key, options),
     refund: (key, options) => tracked(refund(adjustments, key, options)),
     penalize: (key, options) => tracked(penalize(adjustments, key, options)),

@@ -7,6 +7,11 @@ import {
   resolveObservers,
   StoreHealth,
 } from '../observe/observer.ts';
+import {
+  type OpenTelemetryOptions,
+  resolveOpenTelemetry,
+  type Telemetry,
+} from '../observe/opentelemetry.ts';
 import { createReporter } from '../observe/reporter.ts';
 import type { SentinelError } from '../shared/errors.ts';
 import type { Plan } from '../shared/plan.ts';
@@ -131,6 +136,14 @@ export interface LimiterOptions
    */
   quotaLeases?: boolean | QuotaLeaseOptions;
   /**
+   * Decisions as OpenTelemetry metrics, and as attributes and an event on the caller's active
+   * span; each store call as a client span (see docs/observability.md). Through
+   * `@opentelemetry/api`, which must then be installed; the global providers unless you pass
+   * yours, looked up at each use, so an SDK registered after the limiter still sees everything.
+   * @default false
+   */
+  openTelemetry?: boolean | OpenTelemetryOptions;
+  /**
    * A pino-compatible logger. It gets one line when a store server goes down or comes back and
    * when a breaker opens or closes, never one per request; without `onError`, other errors are
    * logged once per code, in place of the process warning.
@@ -160,6 +173,7 @@ const LIMITER_OPTIONS = {
   observe: true,
   logger: true,
   quotaLeases: true,
+  openTelemetry: true,
 } as const satisfies Record<
   Exclude<keyof LimiterOptions, keyof PolicyOptions | keyof ConcurrencyPolicyOptions>,
   true
@@ -207,7 +221,15 @@ export interface ResolvedOptions {
   readonly health: StoreHealth | undefined;
   /** Undefined when quota leases are off. */
   readonly quotaLeases: QuotaLeaseSettings | undefined;
+  /** Undefined when OpenTelemetry is off. */
+  readonly telemetry: Telemetry | undefined;
 }
+
+/**
+ * Core-internal: the telemetry a limiter built inside another takes over, with what its
+ * decisions mean there (the fleet's count of `shed`). Not part of the public API.
+ */
+export const TELEMETRY = Symbol('@sentinel/core telemetry');
 
 /** Checks every option but the store's, which may connect and so comes last. */
 export function resolveOptions(options: LimiterOptions): ResolvedOptions {
@@ -226,7 +248,10 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
   checkOneOf(onStoreError, STORE_ERROR_MODES, 'onStoreError');
   if (onError !== undefined) checkFunction(onError, 'onError');
   const { plans, fallback } = resolvePlans(options);
-  const observers = resolveObservers(observe, logger);
+  const telemetry =
+    (options as { [TELEMETRY]?: Telemetry })[TELEMETRY] ??
+    resolveOpenTelemetry(options.openTelemetry);
+  const observers = resolveObservers(observe, logger, telemetry?.observer);
   const breakers =
     breakerOptions === false ? undefined : new CircuitBreakers(breakerOptions, observers?.breaker);
   const health = observers?.store && new StoreHealth(observers.store);
@@ -249,6 +274,7 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
     observers,
     health,
     quotaLeases,
+    telemetry,
   };
 }
 

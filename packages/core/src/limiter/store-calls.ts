@@ -2,6 +2,7 @@
 // keys, and what comes back heard: a reply, a failure answered by the failure mode, or a reply
 // after the store gave up, whose admission is given back.
 import { type Observers, observeDecision, type StoreHealth } from '../observe/observer.ts';
+import type { Telemetry } from '../observe/opentelemetry.ts';
 import { SentinelError } from '../shared/errors.ts';
 import type { Plan } from '../shared/plan.ts';
 import type { Decision, Store, StoreReply } from '../shared/types.ts';
@@ -19,6 +20,8 @@ export interface StoreCallSettings {
   readonly observers: Observers | undefined;
   readonly report: (error: SentinelError) => void;
   readonly clock: (() => number) | undefined;
+  /** Traces store calls when OpenTelemetry is on. */
+  readonly telemetry: Telemetry | undefined;
 }
 
 /** A consume made ready to send, and the store calls of the limiter it is for. */
@@ -82,6 +85,7 @@ export class StoreCalls {
     request.sentAt = sentAt;
     if (breaker && !breaker.allow(sentAt)) return Promise.resolve(this.#degrade(plan, request));
     request.lateListener = this.#late;
+    if (this.#settings.telemetry) request.trace = this.#settings.telemetry.traceHere();
     // Timed only for observers: performance.now() is a cost the unobserved path does not pay.
     const startedAt = this.#settings.observers?.decision && performance.now();
     let reply: StoreReply | Promise<StoreReply>;
@@ -134,6 +138,7 @@ export class StoreCalls {
     request.sentAt = first.sentAt = own.sentAt = sentAt;
     // Admitted after the store gave up on it, it is given back whole, as a joint consume is.
     request.lateListener = this.#late;
+    if (this.#settings.telemetry) request.trace = this.#settings.telemetry.traceHere();
     const startedAt = this.#settings.observers?.decision && performance.now();
     const answered = (reply: StoreReply): BesideDecisions => {
       leadBreaker?.success();
@@ -187,6 +192,7 @@ export class StoreCalls {
     const breaker = gated ? this.#breakerOf(request) : undefined;
     request.sentAt = Date.now();
     request.lateListener = this.#late;
+    if (this.#settings.telemetry) request.trace = this.#settings.telemetry.traceHere();
     if (breaker && !breaker.allow(request.sentAt)) {
       throw new SentinelError(
         'STORE_UNAVAILABLE',

@@ -136,10 +136,14 @@ const HOOKS = [
   'release',
 ] as const satisfies readonly (keyof Observer)[];
 
-/** Checks `observe` and `logger` once, and merges them; the logger is one more observer. */
+/**
+ * Checks `observe` and `logger` once, and merges them; the logger and OpenTelemetry's metrics are
+ * observers too.
+ */
 export function resolveObservers(
   observe: Observer | readonly Observer[] | undefined,
   logger: Logger | undefined,
+  telemetry?: Observer,
 ): Observers | undefined {
   const list: Observer[] = [];
   if (observe !== undefined) {
@@ -157,6 +161,7 @@ export function resolveObservers(
     });
   }
   if (logger !== undefined) list.push(loggingObserver(checkLogger(logger)));
+  if (telemetry !== undefined) list.push(telemetry);
   if (list.length === 0) return undefined;
   return {
     decision: merge(list, 'decision'),

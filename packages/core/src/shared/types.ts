@@ -160,6 +160,36 @@ export interface StoreRequest {
    * on a request it may still run need not call it.
    */
   late?(reply: StoreReply): void;
+  /**
+   * Set when the limiter traces its store calls: the caller's trace context, taken as the request
+   * reached the store, and what makes the client span of the script call that serves it.
+   */
+  trace?: StoreTrace;
+}
+
+/** A request's place in a trace, for the store's client span around the call that serves it. */
+export interface StoreTrace {
+  readonly tracer: StoreTracer;
+  /** The caller's context, opaque to the store. */
+  readonly context: unknown;
+}
+
+/** What one script call is, for its client span. */
+export interface StoreCallInfo {
+  /** The Redis command: `FCALL`, or `EVALSHA` where functions cannot be used. */
+  readonly operation: 'FCALL' | 'EVALSHA';
+  /** The function's name: the library's, which the script also runs as under EVALSHA. */
+  readonly procedure: string;
+  /** `host:port` of a Cluster master; '' for a standalone server. */
+  readonly server: string;
+  /** Requests the call serves: more than one for a batch. */
+  readonly requests: number;
+}
+
+/** Makes a client span around a store's script call; see `StoreRequest.trace`. */
+export interface StoreTracer {
+  /** Runs `send` in a client span: a child of the one caller, or linked to each of several. */
+  span<T>(call: StoreCallInfo, contexts: readonly unknown[], send: () => Promise<T>): Promise<T>;
 }
 
 /** One policy's answer from a store. */

@@ -98,6 +98,8 @@ export class IdentityRequest implements StoreRequest {
   refundOf: IdentityRequest | undefined = undefined;
   /** The limiter that sent it, to hear of a reply that comes after the store gave up on it. */
   lateListener: LateReplyListener | undefined = undefined;
+  /** Set when the limiter traces its store calls. */
+  trace: StoreRequest['trace'] = undefined;
   #keys: readonly string[] | undefined;
 
   constructor(

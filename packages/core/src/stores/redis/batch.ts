@@ -2,7 +2,7 @@
 // Cluster), sent once the event loop has read everything that came in with them.
 
 import { ARGS_PER_POLICY } from '../../shared/lua-constants.generated.ts';
-import type { StoreRequest } from '../../shared/types.ts';
+import type { StoreCallInfo, StoreRequest, StoreTrace } from '../../shared/types.ts';
 import type { RedisCall } from './call.ts';
 import type { RedisConnection } from './connection.ts';
 import type { FunctionLibrary } from './function-library.ts';
@@ -29,6 +29,8 @@ export interface Member {
   /** Its cost and mode, as the script reads them. */
   readonly cost: string;
   readonly mode: string;
+  /** Set when its limiter traces store calls. */
+  readonly trace: StoreTrace | undefined;
   /**
    * The batch's reply, whose answer to it (as lua/evaluate.lua would give it, without the clock)
    * starts at `start`; undefined when it should go alone: it arrived by itself, or the batch
@@ -120,16 +122,19 @@ export class RedisBatches {
       return;
     }
     const { keys, args } = batchArguments(members);
-    evaluateScript(
-      this.#client,
-      this.#functions,
-      node,
-      batchScript(members),
-      keys,
-      args,
-      new BatchCall(members),
-      BATCH_EXPIRY_ARG,
-    ).then(
+    const script = batchScript(members);
+    const send = () =>
+      evaluateScript(
+        this.#client,
+        this.#functions,
+        node,
+        script,
+        keys,
+        args,
+        new BatchCall(members),
+        BATCH_EXPIRY_ARG,
+      );
+    tracedSend(members, callInfo(this.#functions, script, node, members.length), send).then(
       (reply) => {
         if (reply === undefined) {
           for (const member of members) member.settle(undefined);
@@ -190,4 +195,32 @@ function batchScript(members: readonly Member[]): LuaScript {
   const { script } = members[0] as Member;
   if (script === 'mixed' || members.some((m) => m.script !== script)) return scripts.batch;
   return scripts[`batch-${script}`];
+}
+
+/** A script call as its client span names it. */
+export function callInfo(
+  functions: FunctionLibrary,
+  script: LuaScript,
+  node: RedisNode,
+  requests: number,
+): StoreCallInfo {
+  const operation = functions.usable() ? 'FCALL' : 'EVALSHA';
+  return { operation, procedure: script.function, server: node.name, requests };
+}
+
+/**
+ * Sends a batch, inside the client span of the first traced member's tracer, linked to every
+ * traced member: limiters that share a store share its calls. Untraced, just sends.
+ */
+function tracedSend<T>(
+  members: readonly Member[],
+  call: StoreCallInfo,
+  send: () => Promise<T>,
+): Promise<T> {
+  let tracer: StoreTrace['tracer'] | undefined;
+  for (const { trace } of members) tracer ??= trace?.tracer;
+  if (tracer === undefined) return send();
+  const contexts: unknown[] = [];
+  for (const { trace } of members) if (trace !== undefined) contexts.push(trace.context);
+  return tracer.span(call, contexts, send);
 }

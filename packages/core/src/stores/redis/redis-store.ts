@@ -9,7 +9,7 @@ import {
   checkPositiveInteger,
   rejectUnknownOptions,
 } from '../../shared/validation.ts';
-import { RedisBatches } from './batch.ts';
+import { callInfo, RedisBatches } from './batch.ts';
 import { BACKSTOP_TIMEOUTS, giveUpLead, type LateListener, RedisCall } from './call.ts';
 import {
   type RedisConnection,
@@ -156,15 +156,16 @@ export class RedisStore implements Store {
       // Built only for a call sent alone. The fourth argument, the expiry, is written by the
       // evaluator at each send.
       const argv = [now === undefined ? '' : String(now), String(cost), mode(request), '', ...args];
-      const reply = await evaluateScript(
-        this.#client,
-        this.#functions,
-        node,
-        scripts[script],
-        keys,
-        argv,
-        call,
-      );
+      const send = () =>
+        evaluateScript(this.#client, this.#functions, node, scripts[script], keys, argv, call);
+      const { trace } = request;
+      const reply = await (trace === undefined
+        ? send()
+        : trace.tracer.span(
+            callInfo(this.#functions, scripts[script], node, 1),
+            [trace.context],
+            send,
+          ));
       if (reply === undefined) return undefined;
       const decoded = decodeReply(reply, count, now ?? call.clock);
       return quota === undefined ? decoded : withLease(decoded, reply);
@@ -209,6 +210,7 @@ export class RedisStore implements Store {
       policies: request.args,
       cost: String(request.cost),
       mode: mode(request),
+      trace: request.trace,
       settle: (reply, start) => {
         if (reply === undefined) {
           if (call.wanted) this.#settle(call, node, alone(call, node));
