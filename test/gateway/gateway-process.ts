@@ -44,6 +44,8 @@ export function spawnGateway(
 ): GatewayProcess {
   const inherited = { ...process.env };
   for (const name of GATEWAY_VARIABLES) delete inherited[name];
+  // OpenTelemetry's own, which start the SDK.
+  for (const name of Object.keys(inherited)) if (name.startsWith('OTEL_')) delete inherited[name];
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
     cwd: ROOT,
     env: { ...inherited, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },

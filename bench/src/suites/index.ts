@@ -10,6 +10,7 @@ import { multiPolicy } from './multi-policy.ts';
 import { nodeDecisions } from './node-decisions.ts';
 import { redisCost } from './redis-cost.ts';
 import { rls } from './rls.ts';
+import { telemetry } from './telemetry.ts';
 
 export const SUITES: Record<string, Suite> = {
   'redis-cost': redisCost,
@@ -22,4 +23,5 @@ export const SUITES: Record<string, Suite> = {
   'block-cache': blockCache,
   concurrency,
   rls,
+  telemetry,
 };

@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { createLimiter, fingerprint, MemoryStore, type TierOptions } from '@sentinel/core';
 import type { SentinelOptions } from '@sentinel/fastify';
 import { parse as parseYaml } from 'yaml';
+import { otlpConfigured } from './telemetry.ts';
 
 /** Whom an API key belongs to: keys of one tenant share its budget. */
 export interface KeyOwner {
@@ -32,6 +33,7 @@ export type LimiterSettings = Pick<
   | 'prefix'
   | 'shed'
   | 'quotaLeases'
+  | 'openTelemetry'
 >;
 
 export interface GatewayConfig {
@@ -108,6 +110,7 @@ const FIELDS = [
   'prefix',
   'shed',
   'quotaLeases',
+  'openTelemetry',
   'logLevel',
   'admin',
   'statusPage',
@@ -211,6 +214,8 @@ export function loadConfig(
       prefix: raw.prefix,
       ...(raw.shed !== undefined && { shed: shedOf(raw.shed, at('shed')) }),
       ...(raw.quotaLeases !== undefined && { quotaLeases: raw.quotaLeases }),
+      // On by default where the SDK exports (see telemetry.ts); the file may turn it off.
+      openTelemetry: raw.openTelemetry ?? otlpConfigured(env),
     } as LimiterSettings,
     adminToken,
     statusPage,

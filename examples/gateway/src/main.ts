@@ -1,8 +1,14 @@
 // The gateway process: reads its configuration, starts, prints how to try it, and stops on a signal.
 import type { AnyPolicyOptions, TierOptions } from '@sentinel/fastify';
 import { ConfigError, type GatewayConfig, isLoopback, loadConfig } from './config.ts';
-import { type EchoUpstream, startEchoUpstream } from './echo-upstream.ts';
-import { buildGateway, type Gateway } from './gateway.ts';
+import type { EchoUpstream } from './echo-upstream.ts';
+import type { Gateway } from './gateway.ts';
+import { startTelemetry } from './telemetry.ts';
+
+// First, before anything loads node:http: the SDK's HTTP instrumentation wraps its server.
+const telemetry = await startTelemetry();
+const { startEchoUpstream } = await import('./echo-upstream.ts');
+const { buildGateway } = await import('./gateway.ts');
 
 /** Past this, a shutdown still waiting on requests gives up on them. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -48,6 +54,8 @@ async function shutdown(signal: string): Promise<void> {
   ).unref();
   await gateway.close();
   await echo?.close();
+  // Sends the spans and metrics the SDK still holds.
+  await telemetry?.shutdown();
   process.exit(0);
 }
 process.once('SIGTERM', (signal) => void shutdown(signal));

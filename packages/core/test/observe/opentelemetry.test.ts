@@ -12,7 +12,13 @@ import {
   tracingSdk,
 } from '../../../../test/harness/opentelemetry.ts';
 import { owned, ownServer } from '../../../../test/harness/own-redis.ts';
-import { createLimiter, fingerprint, MemoryStore, storageIdentity } from '../../src/index.ts';
+import {
+  createHttpLimiter,
+  createLimiter,
+  fingerprint,
+  MemoryStore,
+  storageIdentity,
+} from '../../src/index.ts';
 import { prometheusMetrics } from '../../src/observe/prometheus.ts';
 
 const FREE = { FREE: { name: 'free', limit: 3, window: '1m' } };
@@ -242,6 +248,42 @@ describe('openTelemetry metrics', () => {
     expect(errors.every((p) => typeof p.attributes['error.type'] === 'string')).toBe(true);
     expect(pointsOf(read, 'sentinel.breaker.open').map((p) => p.value)).toEqual([1]);
     expect(decisions(read, 'degraded')).toBe(4);
+    await sdk.shutdown();
+  });
+});
+
+describe('openTelemetry through the HTTP layer', () => {
+  it("counts a request `shed` refused as shed, under the fleet's tier and policy", async () => {
+    const sdk = metricsSdk();
+    const limiter = createHttpLimiter({
+      store: new MemoryStore(),
+      prefix: uniquePrefix('otel-shed'),
+      limit: 100,
+      window: '1m',
+      shed: { concurrency: 2, reserve: 0 },
+      openTelemetry: { meterProvider: sdk.meterProvider },
+    });
+    const client = { headers: {}, ip: '203.0.113.9' };
+    const verdicts = [];
+    for (let i = 0; i < 3; i++) verdicts.push(await limiter.check(client));
+    expect(verdicts.map((v) => v.action)).toEqual(['next', 'next', 'respond']);
+    const read = await sdk.read();
+    const fleet = (result: string) =>
+      pointValue(read, 'sentinel.decisions', {
+        'sentinel.result': result,
+        'sentinel.policy': 'fleet',
+        'sentinel.tier': 'shed',
+        'sentinel.algorithm': 'concurrency',
+      });
+    expect([fleet('allowed'), fleet('shed'), fleet('limited')]).toEqual([2, 1, 0]);
+    // The identity's own policy decided only the two let in.
+    const own = pointsOf(read, 'sentinel.decisions').filter(
+      (p) => p.attributes['sentinel.policy'] !== 'fleet',
+    );
+    expect(own.map((p) => [p.attributes['sentinel.result'], p.value])).toEqual([['allowed', 2]]);
+    const slots = { 'sentinel.tier': 'shed', 'sentinel.policy': 'fleet' };
+    expect(pointValue(read, 'sentinel.concurrency.in_flight', slots)).toBe(2);
+    await limiter.close();
     await sdk.shutdown();
   });
 });

@@ -1,0 +1,148 @@
+// What `openTelemetry` costs: decisions per second from one process on Redis, 256 in flight, with
+// it off and on. On with @opentelemetry/api and no SDK, against off; and on with an SDK exporting
+// to memory, each decision inside a request span of the app's, against the same spans with it off.
+import { context, metrics, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  InMemorySpanExporter,
+} from '@opentelemetry/sdk-trace-base';
+import { createLimiter, type Limiter } from '@sentinel/core';
+import {
+  alternate,
+  type BenchConfig,
+  median,
+  rate,
+  type SuiteReport,
+  saturate,
+  times,
+} from '../lib/measure.ts';
+import { startRedis } from '../lib/redis-server.ts';
+
+const IN_FLIGHT = 256;
+const KEYS = 10_000;
+const LIMIT = 1_000_000_000;
+/** With the API and no SDK, at least this share of the same build's rate with it off. */
+const NO_SDK_GOAL = 0.98;
+/** With an SDK, at least this share of the same app's rate with the option off. */
+const SDK_GOAL = 0.9;
+
+const keys = Array.from({ length: KEYS }, (_, i) => `tenant-${i}`);
+
+/** Decisions per second of `limiter`, each call made through `wrap`. */
+async function decisionsPerSecond(
+  limiter: Limiter,
+  seconds: number,
+  wrap: (decide: () => Promise<unknown>) => Promise<unknown>,
+): Promise<number> {
+  return saturate(IN_FLIGHT, seconds * 1000, (i) =>
+    wrap(() => limiter.consume(keys[i % KEYS] as string)),
+  );
+}
+
+const direct = (decide: () => Promise<unknown>) => decide();
+
+export async function telemetry(config: BenchConfig): Promise<SuiteReport> {
+  const redis = await startRedis();
+  const seconds = config.smoke ? 0.3 : config.seconds;
+  const policy = { limit: LIMIT, window: '1h', redisUrl: redis.url } as const;
+  const off = createLimiter(policy);
+  const noSdk = createLimiter({ ...policy, openTelemetry: true });
+  // The SDK an app registers: a context manager, metrics read every second, spans batched.
+  const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+  const reader = new PeriodicExportingMetricReader({
+    exporter: metricExporter,
+    exportIntervalMillis: 1_000,
+  });
+  const meterProvider = new MeterProvider({ readers: [reader] });
+  const spanExporter = new InMemorySpanExporter();
+  const tracerProvider = new BasicTracerProvider({
+    spanProcessors: [new BatchSpanProcessor(spanExporter)],
+  });
+  const withSdk = createLimiter({
+    ...policy,
+    openTelemetry: { meterProvider, tracerProvider },
+  });
+  const tracer = tracerProvider.getTracer('app');
+  /** Each decision in a request span, as an HTTP instrumentation makes one per request. */
+  const inRequestSpan = (decide: () => Promise<unknown>) =>
+    tracer.startActiveSpan('GET /', (span) => decide().finally(() => span.end()));
+  /** Drops what the exporters kept, so memory does not grow round after round. */
+  const emptied = async (rps: number) => {
+    spanExporter.reset();
+    metricExporter.reset();
+    return rps;
+  };
+  try {
+    for (const limiter of [off, noSdk, withSdk]) await limiter.consume('warm-up');
+    // No SDK: no context manager either, as an app without one has none.
+    const bare = await alternate<number>(config.rounds, [
+      { name: 'off', run: () => decisionsPerSecond(off, seconds, direct) },
+      { name: 'no SDK', run: () => decisionsPerSecond(noSdk, seconds, direct) },
+    ]);
+    const contextManager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(contextManager);
+    const sdk = await alternate<number>(config.rounds, [
+      {
+        name: 'SDK, off',
+        run: () => decisionsPerSecond(off, seconds, inRequestSpan).then(emptied),
+      },
+      {
+        name: 'SDK, on',
+        run: () => decisionsPerSecond(withSdk, seconds, inRequestSpan).then(emptied),
+      },
+    ]);
+    context.disable();
+    const figure = (runs: Map<string, number[]>, name: string) => median(runs.get(name) ?? []);
+    const offRate = figure(bare, 'off');
+    const noSdkRate = figure(bare, 'no SDK');
+    const sdkOffRate = figure(sdk, 'SDK, off');
+    const sdkOnRate = figure(sdk, 'SDK, on');
+    const noSdkShare = noSdkRate / offRate;
+    const sdkShare = sdkOnRate / sdkOffRate;
+    return {
+      title: 'OpenTelemetry',
+      method: `Decisions per second from one Node process on the bench's Redis, ${IN_FLIGHT} in flight over ${KEYS / 1000}k keys, a token bucket of ${LIMIT} an hour (every call admitted), \`createLimiter\` with \`redisUrl\`. First \`openTelemetry\` off against \`openTelemetry: true\` with @opentelemetry/api installed and no SDK registered (no context manager either). Then, with an SDK as an app registers it (an AsyncLocalStorage context manager, a MeterProvider read every second into an in-memory exporter, a tracer provider batching spans into an in-memory exporter), each decision inside a request span of the app's, as an HTTP instrumentation makes one: \`openTelemetry\` off against on, which adds the decision to that span, records the metrics and makes a client span per script call. Each pair alternates over ${config.rounds} round${config.rounds === 1 ? '' : 's'} of ${seconds} s; medians.`,
+      columns: ['contender', 'decisions/s', 'share of the same without telemetry'],
+      rows: [
+        ['`openTelemetry` off', rate(offRate), '1.00'],
+        ['on, @opentelemetry/api, no SDK', rate(noSdkRate), noSdkShare.toFixed(3)],
+        ['in request spans, `openTelemetry` off', rate(sdkOffRate), '1.00'],
+        ['in request spans, on, SDK to memory', rate(sdkOnRate), sdkShare.toFixed(3)],
+      ],
+      ratios: [
+        { label: 'OpenTelemetry on, no SDK / off', value: noSdkShare, goal: NO_SDK_GOAL },
+        { label: 'OpenTelemetry on, SDK / off, in request spans', value: sdkShare, goal: SDK_GOAL },
+      ],
+      targets: [
+        {
+          goal: `OpenTelemetry: with the API installed and no SDK, decisions per second within ${Math.round((1 - NO_SDK_GOAL) * 100)}% of the same build with it off`,
+          figure: `${rate(noSdkRate)}/s against ${rate(offRate)}/s: ${times(noSdkShare)}`,
+          met: noSdkShare >= NO_SDK_GOAL,
+        },
+        {
+          goal: `OpenTelemetry: with an SDK exporting to memory, at most ${Math.round((1 - SDK_GOAL) * 100)}% fewer decisions per second at ${IN_FLIGHT} in flight`,
+          figure: `${rate(sdkOnRate)}/s against ${rate(sdkOffRate)}/s: ${times(sdkShare)}`,
+          met: sdkShare >= SDK_GOAL,
+        },
+      ],
+      gates: [
+        { label: 'OpenTelemetry, no SDK / off', value: noSdkShare, collapse: 0.5 },
+        { label: 'OpenTelemetry, SDK / off', value: sdkShare, collapse: 0.3 },
+      ],
+    };
+  } finally {
+    metrics.disable();
+    trace.disable();
+    await Promise.all([off.close(), noSdk.close(), withSdk.close()]);
+    await Promise.all([meterProvider.shutdown(), tracerProvider.shutdown()]);
+    await redis.stop();
+  }
+}
