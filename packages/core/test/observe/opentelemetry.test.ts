@@ -21,7 +21,7 @@ import {
 } from '../../src/index.ts';
 import { prometheusMetrics } from '../../src/observe/prometheus.ts';
 
-const FREE = { FREE: { name: 'free', limit: 3, window: '1m' } };
+const FREE = { FREE: { name: 'free', limit: 3, window: '1m' } } as const;
 const tier = { tier: 'FREE' };
 
 afterEach(() => {
