@@ -251,7 +251,7 @@ export function resolveOptions(options: LimiterOptions): ResolvedOptions {
   const telemetry =
     (options as { [TELEMETRY]?: Telemetry })[TELEMETRY] ??
     resolveOpenTelemetry(options.openTelemetry);
-  const observers = resolveObservers(observe, logger, telemetry?.observer);
+  const observers = resolveObservers(observe, logger, telemetry);
   const breakers =
     breakerOptions === false ? undefined : new CircuitBreakers(breakerOptions, observers?.breaker);
   const health = observers?.store && new StoreHealth(observers.store);

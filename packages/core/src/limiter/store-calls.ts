@@ -258,7 +258,7 @@ export class StoreCalls {
       }
     }
     const { observers } = this.#settings;
-    if (storeMs === undefined || observers === undefined) return decision;
+    if (observers === undefined) return decision;
     return observeDecision(observers, decision, request.identity, request.apply, storeMs);
   }
 

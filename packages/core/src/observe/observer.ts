@@ -28,6 +28,8 @@ export function observeDecision(
   consumed: boolean,
   storeMs: number | undefined,
 ): Decision {
+  // A count needs neither the event nor the store's time, which the path then skips.
+  observers?.count?.(decision);
   const observe = observers?.decision;
   if (observe === undefined) return decision;
   const outcome =
@@ -120,6 +122,8 @@ export interface Logger {
 /** The observers' hooks, each merged into one function, or undefined when nobody listens. */
 export interface Observers {
   readonly decision: ((event: DecisionEvent) => void) | undefined;
+  /** Counts each decision, with no event or timing: OpenTelemetry's metrics. */
+  readonly count: ((decision: Decision) => void) | undefined;
   readonly storeError: ((event: StoreErrorEvent) => void) | undefined;
   readonly store: ((event: StoreStateEvent) => void) | undefined;
   readonly breaker: ((event: BreakerEvent) => void) | undefined;
@@ -143,7 +147,7 @@ const HOOKS = [
 export function resolveObservers(
   observe: Observer | readonly Observer[] | undefined,
   logger: Logger | undefined,
-  telemetry?: Observer,
+  telemetry?: { readonly observer: Observer; count(decision: Decision): void },
 ): Observers | undefined {
   const list: Observer[] = [];
   if (observe !== undefined) {
@@ -161,10 +165,11 @@ export function resolveObservers(
     });
   }
   if (logger !== undefined) list.push(loggingObserver(checkLogger(logger)));
-  if (telemetry !== undefined) list.push(telemetry);
+  if (telemetry !== undefined) list.push(telemetry.observer);
   if (list.length === 0) return undefined;
   return {
     decision: merge(list, 'decision'),
+    count: telemetry && ((decision) => telemetry.count(decision)),
     storeError: merge(list, 'storeError'),
     store: merge(list, 'store'),
     breaker: merge(list, 'breaker'),

@@ -277,19 +277,24 @@ export class Telemetry {
     });
   }
 
-  /** The metrics a limiter's events keep. */
+  /**
+   * Counts a decision, and the slots it holds. The instruments `decide` found for the call, or
+   * for the last call: a decision sent beside another limiter's has no call of its own.
+   */
+  count(decision: Decision): void {
+    const instruments = this.#instruments ?? this.#current();
+    if (!instruments.live) return;
+    const result = this.resultOf(decision);
+    instruments.decisions.add(1, this.#attributesOf(decision, result));
+    const { lease } = decision;
+    if (lease === undefined) return;
+    for (const policy of lease.policies) {
+      instruments.inFlight.add(lease.slots, slotAttributes(decision.tier, policy));
+    }
+  }
+
+  /** The metrics a limiter's other events keep. */
   readonly observer: Observer = {
-    decision: ({ decision }) => {
-      const instruments = this.#current();
-      if (!instruments.live) return;
-      const result = this.resultOf(decision);
-      instruments.decisions.add(1, this.#attributesOf(decision, result));
-      const { lease } = decision;
-      if (lease === undefined) return;
-      for (const policy of lease.policies) {
-        instruments.inFlight.add(lease.slots, slotAttributes(decision.tier, policy));
-      }
-    },
     storeError: ({ server, error }) => {
       const instruments = this.#current();
       if (!instruments.live) return;
@@ -324,6 +329,8 @@ export class Telemetry {
   traceHere(): StoreTrace | undefined {
     const api = this.#api;
     const context = api.context.active();
+    // No context manager, or no span: the usual case without an SDK.
+    if (context === api.ROOT_CONTEXT) return undefined;
     const parent = api.trace.getSpanContext(context);
     if (parent === undefined || !api.trace.isSpanContextValid(parent)) return undefined;
     return { tracer: this.storeTracer, context };
