@@ -16,6 +16,13 @@ function refusal(env: NodeJS.ProcessEnv, argv: readonly string[] = []): Settings
   throw new Error('the settings were accepted');
 }
 
+/** The URLs REDIS_URL gives under REDIS_TYPE single or cluster. */
+function urls(env: NodeJS.ProcessEnv): readonly string[] {
+  const { redis } = settings(env);
+  if (redis === undefined || redis.type === 'sentinel') throw new Error(`no URLs: ${redis?.type}`);
+  return redis.urls;
+}
+
 describe('readSettings', () => {
   it('takes upstream defaults, and keeps limits in memory without REDIS_URL', () => {
     const env = {};
@@ -146,14 +153,12 @@ describe('readSettings: REDIS_URL', () => {
       type: 'single',
       urls: ['redis://localhost:6379'],
     });
-    expect(settings({ REDIS_URL: '[::1]:6379' }).redis?.urls).toEqual(['redis://[::1]:6379']);
+    expect(urls({ REDIS_URL: '[::1]:6379' })).toEqual(['redis://[::1]:6379']);
   });
 
   it('keeps a redis:// or rediss:// URL as written', () => {
-    expect(settings({ REDIS_URL: 'redis://u:p@cache:6379/2' }).redis?.urls).toEqual([
-      'redis://u:p@cache:6379/2',
-    ]);
-    expect(settings({ REDIS_URL: 'rediss://cache.example.com' }).redis?.urls).toEqual([
+    expect(urls({ REDIS_URL: 'redis://u:p@cache:6379/2' })).toEqual(['redis://u:p@cache:6379/2']);
+    expect(urls({ REDIS_URL: 'rediss://cache.example.com' })).toEqual([
       'rediss://cache.example.com',
     ]);
   });
@@ -175,16 +180,16 @@ describe('readSettings: REDIS_URL', () => {
   });
 
   it('folds REDIS_AUTH into every URL: a password, or user:password split at the first colon', () => {
-    expect(settings({ REDIS_URL: 'cache:6379', REDIS_AUTH: 's3cret' }).redis?.urls).toEqual([
+    expect(urls({ REDIS_URL: 'cache:6379', REDIS_AUTH: 's3cret' })).toEqual([
       'redis://:s3cret@cache:6379',
     ]);
-    const cluster = settings({
+    const cluster = urls({
       REDIS_TYPE: 'cluster',
       REDIS_URL: 'n1:7000,n2:7000',
       REDIS_AUTH: 'app:p@ss:w%rd/1',
-    }).redis;
-    expect(cluster?.urls).toHaveLength(2);
-    for (const url of cluster?.urls ?? []) {
+    });
+    expect(cluster).toHaveLength(2);
+    for (const url of cluster) {
       const parsed = new URL(url);
       expect(decodeURIComponent(parsed.username)).toBe('app');
       expect(decodeURIComponent(parsed.password)).toBe('p@ss:w%rd/1');
@@ -192,9 +197,108 @@ describe('readSettings: REDIS_URL', () => {
   });
 
   it('connects host:port with TLS under REDIS_TLS', () => {
-    expect(settings({ REDIS_URL: 'cache:6379', REDIS_TLS: 'true' }).redis?.urls).toEqual([
-      'rediss://cache:6379',
-    ]);
+    expect(urls({ REDIS_URL: 'cache:6379', REDIS_TLS: 'true' })).toEqual(['rediss://cache:6379']);
+  });
+});
+
+describe('readSettings: REDIS_TYPE sentinel', () => {
+  it("reads upstream's form: the master name, then each sentinel's host:port", () => {
+    expect(
+      settings({
+        REDIS_TYPE: 'Sentinel',
+        REDIS_URL: 'mymaster,10.0.0.1:26379, sentinel-2.internal:26380,[::1]:26381',
+      }).redis,
+    ).toEqual({
+      type: 'sentinel',
+      masterName: 'mymaster',
+      sentinels: [
+        { host: '10.0.0.1', port: 26379 },
+        { host: 'sentinel-2.internal', port: 26380 },
+        { host: '::1', port: 26381 },
+      ],
+      sentinelAuth: undefined,
+      auth: undefined,
+      tls: false,
+    });
+  });
+
+  it('keeps REDIS_AUTH for the master and REDIS_SENTINEL_AUTH for the sentinels, each split at the first colon', () => {
+    expect(
+      settings({
+        REDIS_TYPE: 'sentinel',
+        REDIS_URL: 'mymaster,s1:26379',
+        REDIS_AUTH: 'app:p@ss:w%rd',
+        REDIS_SENTINEL_AUTH: 's3cret',
+      }).redis,
+    ).toMatchObject({
+      auth: { username: 'app', password: 'p@ss:w%rd' },
+      sentinelAuth: { password: 's3cret' },
+    });
+    expect(
+      settings({
+        REDIS_TYPE: 'sentinel',
+        REDIS_URL: 'mymaster,s1:26379',
+        REDIS_SENTINEL_AUTH: 'watcher:s3cret',
+      }).redis,
+    ).toMatchObject({ auth: undefined, sentinelAuth: { username: 'watcher', password: 's3cret' } });
+  });
+
+  it('connects to the sentinels and the master with TLS under REDIS_TLS', () => {
+    expect(
+      settings({ REDIS_TYPE: 'sentinel', REDIS_URL: 'mymaster,s1:26379', REDIS_TLS: 'true' }).redis,
+    ).toMatchObject({ type: 'sentinel', tls: true });
+  });
+
+  it.each([
+    [
+      'mymaster',
+      'REDIS_URL: under REDIS_TYPE=sentinel must list the master name, then each sentinel as host:port (mymaster,10.0.0.1:26379), got "mymaster"',
+    ],
+    [
+      's1:26379,s2:26379',
+      'REDIS_URL: under REDIS_TYPE=sentinel starts with the master name, not an address: list the master name, then each sentinel as host:port (mymaster,10.0.0.1:26379), got "s1:26379,s2:26379"',
+    ],
+    [
+      'redis://s1:26379,s2:26379',
+      'REDIS_URL: under REDIS_TYPE=sentinel starts with the master name, not an address: list the master name, then each sentinel as host:port (mymaster,10.0.0.1:26379), got "redis://s1:26379,s2:26379"',
+    ],
+    [
+      'mymaster,s1',
+      'REDIS_URL: names each sentinel as host:port (its password goes in REDIS_SENTINEL_AUTH, TLS in REDIS_TLS), got "s1"',
+    ],
+    [
+      'mymaster,redis://:hunter2@s1:26379',
+      'REDIS_URL: names each sentinel as host:port (its password goes in REDIS_SENTINEL_AUTH, TLS in REDIS_TLS), got "redis://*****@s1:26379"',
+    ],
+    ['mymaster,s1:0', 'REDIS_URL: has no valid port in "s1:0"'],
+    ['mymaster,s1:26379,', 'REDIS_URL: has an empty entry in "mymaster,s1:26379,"'],
+  ])('refuses REDIS_URL %j', (url, message) => {
+    const error = refusal({ REDIS_TYPE: 'sentinel', REDIS_URL: url });
+    expect(error.message).toBe(message);
+    expect(error.setting).toBe('REDIS_URL');
+  });
+
+  it.each([
+    [
+      { REDIS_TYPE: 'sentinel' },
+      'REDIS_TYPE: is set but REDIS_URL is not; without REDIS_URL the limits are kept in memory',
+    ],
+    [
+      { REDIS_SENTINEL_AUTH: 'pw' },
+      'REDIS_SENTINEL_AUTH: is set but REDIS_URL is not; without REDIS_URL the limits are kept in memory',
+    ],
+    [
+      { REDIS_URL: 'cache:6379', REDIS_SENTINEL_AUTH: 'pw' },
+      "REDIS_SENTINEL_AUTH: is the sentinels' password, and REDIS_TYPE is single, not sentinel; REDIS_AUTH is the servers'",
+    ],
+    [
+      { REDIS_TYPE: 'cluster', REDIS_URL: 'n1:7000', REDIS_SENTINEL_AUTH: 'pw' },
+      "REDIS_SENTINEL_AUTH: is the sentinels' password, and REDIS_TYPE is cluster, not sentinel; REDIS_AUTH is the servers'",
+    ],
+  ])('refuses %j', (env, message) => {
+    const error = refusal(env);
+    expect(error.message).toBe(message);
+    expect(error.setting).toBe(message.slice(0, message.indexOf(':')));
   });
 });
 
@@ -220,6 +324,7 @@ describe('readSettings: arguments', () => {
       'REDIS_URL',
       'REDIS_TYPE',
       'REDIS_AUTH',
+      'REDIS_SENTINEL_AUTH',
       'REDIS_TLS',
       'SHADOW_MODE',
       'LIMIT_RESPONSE_HEADERS_ENABLED',
@@ -284,10 +389,6 @@ describe('readSettings: refusals name the variable and the value', () => {
     [
       { LIMIT_RESET_HEADER: 'Reset Time' },
       'LIMIT_RESET_HEADER: must be an HTTP header name, got "Reset Time"',
-    ],
-    [
-      { REDIS_TYPE: 'sentinel', REDIS_URL: 'mymaster,s1:26379' },
-      'REDIS_TYPE: sentinel is not supported by sentinel-rls: use single (one server or a proxy) or cluster',
     ],
     [
       { REDIS_TYPE: 'replicated', REDIS_URL: 'cache:6379' },
@@ -372,6 +473,8 @@ describe("envoyproxy/ratelimit's variables sentinel-rls does not read", () => {
       PROMETHEUS_ADDR: ':9090',
       LOCAL_CACHE_SIZE_IN_BYTES: '',
       REDIS_URL: 'redis://127.0.0.1:6379',
+      // Read since REDIS_TYPE=sentinel is supported.
+      REDIS_SENTINEL_AUTH: 'pw',
       GRPC_PORT: '8081',
     };
     expect(ignoredVariables(env)).toEqual(['PROMETHEUS_ADDR', 'USE_PROMETHEUS', 'USE_STATSD']);

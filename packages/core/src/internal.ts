@@ -34,6 +34,12 @@ export {
   type ThrottlerRecord,
 } from './limiter/throttler-counter.ts';
 export { checkFunction, checkObject, checkOneOf, describe, fail } from './shared/validation.ts';
+// sentinel-rls's client for REDIS_TYPE=sentinel.
+export {
+  createRedisSentinelClient,
+  type RedisCredentials,
+  type RedisSentinelTarget,
+} from './stores/redis/client.ts';
 // The Lua scripts and the function library, for the bench's measure of what each costs Redis.
 export {
   type LuaScript,

@@ -1,7 +1,13 @@
 // The service: the configuration, the limiter over Redis or memory, and the gRPC and HTTP
 // listeners that ask it, started together and stopped together.
 import { status } from '@grpc/grpc-js';
-import { createLimiter, createRedisClient, type Limiter } from '@sentinel/core';
+import {
+  createLimiter,
+  createRedisClient,
+  type IoredisLikeClient,
+  type Limiter,
+} from '@sentinel/core';
+import { createRedisSentinelClient } from '@sentinel/core/internal';
 import type { ConfigError } from './config/config-error.ts';
 import { configSource, readConfig, watchConfig } from './config/runtime-files.ts';
 import { Decider, type Verdict } from './decide.ts';
@@ -16,7 +22,7 @@ import { type HeaderStatus, responseHeaders } from './headers.ts';
 import { startHttpServer } from './http/http-server.ts';
 import { type Logger, logger } from './logger.ts';
 import { RlsMetrics } from './metrics.ts';
-import { ignoredVariables, type Settings } from './settings.ts';
+import { ignoredVariables, type RedisSettings, type Settings } from './settings.ts';
 import type { RateLimitConfig, RequestDescriptor } from './types.ts';
 import { UNIT_SECONDS } from './types.ts';
 
@@ -57,15 +63,7 @@ export async function startRateLimitService(
   );
 
   const { redis } = settings;
-  const client =
-    redis === undefined
-      ? undefined
-      : // One seed still makes a Cluster client when REDIS_TYPE says cluster.
-        createRedisClient(
-          redis.type === 'cluster' && redis.urls.length === 1
-            ? [redis.urls[0] as string, redis.urls[0] as string]
-            : redis.urls,
-        );
+  const client = redis === undefined ? undefined : redisClient(redis);
   if (client === undefined) {
     log.warn('REDIS_URL is not set: limits are counted in this process only, on the memory store');
   }
@@ -188,6 +186,18 @@ export async function startRateLimitService(
       await client?.quit();
     },
   };
+}
+
+/** The client REDIS_TYPE asks for, with the limiter's connection settings. */
+function redisClient(redis: RedisSettings): IoredisLikeClient {
+  // Asked at every reconnect where the master is, the sentinels lead it to a promoted replica.
+  if (redis.type === 'sentinel') return createRedisSentinelClient(redis);
+  // One seed still makes a Cluster client when REDIS_TYPE says cluster.
+  return createRedisClient(
+    redis.type === 'cluster' && redis.urls.length === 1
+      ? [redis.urls[0] as string, redis.urls[0] as string]
+      : redis.urls,
+  );
 }
 
 /** The response for a verdict: statuses in request order, and headers when enabled. */

@@ -17,11 +17,35 @@ export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Where the buckets live when `REDIS_URL` is set. */
-export interface RedisSettings {
+export type RedisSettings = RedisServerSettings | RedisSentinelSettings;
+
+/** `REDIS_TYPE` single or cluster: the servers, by URL. */
+export interface RedisServerSettings {
   /** `REDIS_TYPE`: one server (or a proxy), or a Redis Cluster seeded with every URL. */
   readonly type: 'single' | 'cluster';
   /** `REDIS_URL` as redis:// or rediss:// URLs, `REDIS_AUTH` folded in: one for `single`. */
   readonly urls: readonly string[];
+}
+
+/** A user name (optional) and password, split from `user:password` at the first colon. */
+export interface RedisCredentials {
+  readonly username?: string;
+  readonly password: string;
+}
+
+/** `REDIS_TYPE` sentinel: the master Redis Sentinel names, and how to reach both. */
+export interface RedisSentinelSettings {
+  readonly type: 'sentinel';
+  /** `REDIS_URL`'s first entry: the name the sentinels monitor the master under. */
+  readonly masterName: string;
+  /** `REDIS_URL`'s other entries, each a sentinel's `host:port`. */
+  readonly sentinels: readonly { readonly host: string; readonly port: number }[];
+  /** `REDIS_SENTINEL_AUTH`: the sentinels' own credentials. */
+  readonly sentinelAuth: RedisCredentials | undefined;
+  /** `REDIS_AUTH`: the master's and its replicas'. */
+  readonly auth: RedisCredentials | undefined;
+  /** `REDIS_TLS`: to the sentinels and to the master alike, as upstream dials both. */
+  readonly tls: boolean;
 }
 
 export interface Settings {
@@ -204,7 +228,15 @@ function redisUrl(entry: string, tls: boolean): URL {
   return url;
 }
 
-/** REDIS_AUTH, `password` or `user:password` as upstream splits it, written into the URL. */
+/** `password` or `user:password`, split at the first colon as upstream splits it. */
+function credentials(auth: string): RedisCredentials {
+  const colon = auth.indexOf(':');
+  return colon === -1
+    ? { password: auth }
+    : { username: auth.slice(0, colon), password: auth.slice(colon + 1) };
+}
+
+/** REDIS_AUTH written into the URL. */
 function withAuth(url: URL, auth: string): URL {
   if (url.username !== '' || url.password !== '') {
     throw new SettingsError(
@@ -212,33 +244,25 @@ function withAuth(url: URL, auth: string): URL {
       `is set, and REDIS_URL carries credentials too: keep them in one place, got ${masked(url.href)}`,
     );
   }
-  const colon = auth.indexOf(':');
+  const { username, password } = credentials(auth);
   // The setters leave `%` as it is, so each part is encoded first: a URL reader decodes it back.
-  if (colon === -1) {
-    url.password = encodeURIComponent(auth);
-  } else {
-    url.username = encodeURIComponent(auth.slice(0, colon));
-    url.password = encodeURIComponent(auth.slice(colon + 1));
-  }
+  if (username !== undefined) url.username = encodeURIComponent(username);
+  url.password = encodeURIComponent(password);
   return url;
 }
 
 function redisSettings(env: NodeJS.ProcessEnv): RedisSettings | undefined {
   const type = oneOf(env, 'REDIS_TYPE', ['single', 'cluster', 'sentinel'], 'single');
-  if (type === 'sentinel') {
-    throw new SettingsError(
-      'REDIS_TYPE',
-      'sentinel is not supported by sentinel-rls: use single (one server or a proxy) or cluster',
-    );
-  }
   const tls = bool(env, 'REDIS_TLS');
   const auth = read(env, 'REDIS_AUTH');
+  const sentinelAuth = read(env, 'REDIS_SENTINEL_AUTH');
   const value = read(env, 'REDIS_URL');
   if (value === undefined) {
     // Without REDIS_URL the buckets are in memory; these would be silently ignored.
     const orphan = [
-      type === 'cluster' && 'REDIS_TYPE',
+      type !== 'single' && 'REDIS_TYPE',
       auth !== undefined && 'REDIS_AUTH',
+      sentinelAuth !== undefined && 'REDIS_SENTINEL_AUTH',
       tls && 'REDIS_TLS',
     ].find(Boolean);
     if (orphan) {
@@ -249,10 +273,17 @@ function redisSettings(env: NodeJS.ProcessEnv): RedisSettings | undefined {
     }
     return undefined;
   }
+  if (sentinelAuth !== undefined && type !== 'sentinel') {
+    throw new SettingsError(
+      'REDIS_SENTINEL_AUTH',
+      `is the sentinels' password, and REDIS_TYPE is ${type}, not sentinel; REDIS_AUTH is the servers'`,
+    );
+  }
   const entries = value.split(',').map((entry) => entry.trim());
   if (entries.some((entry) => entry === '')) {
     throw new SettingsError('REDIS_URL', `has an empty entry in ${masked(value)}`);
   }
+  if (type === 'sentinel') return sentinelSettings(entries, value, { tls, auth, sentinelAuth });
   if (type === 'single' && entries.length > 1) {
     throw new SettingsError(
       'REDIS_URL',
@@ -264,6 +295,59 @@ function redisSettings(env: NodeJS.ProcessEnv): RedisSettings | undefined {
     return (auth === undefined ? url : withAuth(url, auth)).href;
   });
   return { type, urls };
+}
+
+const SENTINEL_FORM = 'the master name, then each sentinel as host:port (mymaster,10.0.0.1:26379)';
+
+/**
+ * Upstream's sentinel form of REDIS_URL: the master's name, then the sentinels. Credentials and
+ * TLS are not written in it but come from REDIS_AUTH, REDIS_SENTINEL_AUTH and REDIS_TLS, as
+ * upstream reads them, so each has one place.
+ */
+function sentinelSettings(
+  entries: readonly string[],
+  value: string,
+  options: { tls: boolean; auth: string | undefined; sentinelAuth: string | undefined },
+): RedisSentinelSettings {
+  const [masterName, ...addresses] = entries as [string, ...string[]];
+  if (addresses.length === 0) {
+    throw new SettingsError(
+      'REDIS_URL',
+      `under REDIS_TYPE=sentinel must list ${SENTINEL_FORM}, got ${masked(value)}`,
+    );
+  }
+  // A list of sentinels alone would take the first sentinel for the master's name.
+  if (HOST_PORT.test(masterName) || masterName.includes('://')) {
+    throw new SettingsError(
+      'REDIS_URL',
+      `under REDIS_TYPE=sentinel starts with the master name, not an address: list ${SENTINEL_FORM}, got ${masked(value)}`,
+    );
+  }
+  const sentinels = addresses.map((entry) => {
+    const bare = HOST_PORT.exec(entry);
+    if (bare === null) {
+      throw new SettingsError(
+        'REDIS_URL',
+        `names each sentinel as host:port (its password goes in REDIS_SENTINEL_AUTH, TLS in REDIS_TLS), got ${masked(entry)}`,
+      );
+    }
+    const port = Number(bare[1]);
+    if (port < 1 || port > 65_535) {
+      throw new SettingsError('REDIS_URL', `has no valid port in ${masked(entry)}`);
+    }
+    // ioredis takes an IPv6 host without its brackets.
+    const host = entry.slice(0, entry.lastIndexOf(':')).replace(/^\[(.*)\]$/, '$1');
+    return { host, port };
+  });
+  return {
+    type: 'sentinel',
+    masterName,
+    sentinels,
+    sentinelAuth:
+      options.sentinelAuth === undefined ? undefined : credentials(options.sentinelAuth),
+    auth: options.auth === undefined ? undefined : credentials(options.auth),
+    tls: options.tls,
+  };
 }
 
 interface Arguments {
@@ -357,10 +441,14 @@ Environment, as envoyproxy/ratelimit reads it:
   HOST                            HTTP listen address. Default 0.0.0.0
   PORT                            HTTP port: /healthcheck, /json, /metrics. Default 8080
   REDIS_URL                       host:port, or a redis:// or rediss:// URL; for cluster, a
-                                  comma-separated list. Default: unset, limits kept in memory
-  REDIS_TYPE                      single or cluster (not sentinel). Default single
-  REDIS_AUTH                      password, or user:password. Default: unset
-  REDIS_TLS                       Connect to host:port entries with TLS. Default false
+                                  comma-separated list; for sentinel, the master name, then
+                                  each sentinel's host:port (mymaster,10.0.0.1:26379,...).
+                                  Default: unset, limits kept in memory
+  REDIS_TYPE                      single, cluster or sentinel. Default single
+  REDIS_AUTH                      The servers' password, or user:password. Default: unset
+  REDIS_SENTINEL_AUTH             The sentinels' password, or user:password. Default: unset
+  REDIS_TLS                       Connect to host:port entries, and to the sentinels and their
+                                  master, with TLS. Default false
   SHADOW_MODE                     Answer OK always; count what would be refused. Default false
   NEAR_LIMIT_RATIO                Share of a limit past which hits are near_limit. Default 0.8
   MERGE_DOMAIN_CONFIG             Merge the files that share a domain. Default false
@@ -397,4 +485,4 @@ export function ignoredVariables(env: NodeJS.ProcessEnv): string[] {
 }
 
 const IGNORED =
-  /^(USE_STATSD|STATSD_.*|USE_DOG_STATSD|DOG_STATSD_.*|USE_PROMETHEUS|PROMETHEUS_.*|EXTRA_TAGS|LOCAL_CACHE_SIZE_IN_BYTES|EXPIRATION_JITTER_MAX_SECONDS|STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT|REDIS_POOL_.*|REDIS_PIPELINE_.*|REDIS_PERSECOND.*|REDIS_HEALTH_CHECK_ACTIVE_CONNECTION|REDIS_SENTINEL_AUTH|REDIS_TLS_CLIENT_CERT|REDIS_TLS_CLIENT_KEY|REDIS_TLS_CACERT|REDIS_TLS_SKIP_HOSTNAME_VERIFICATION|REDIS_TIMEOUT|BACKEND_TYPE|MEMCACHE_.*|CONFIG_TYPE|CONFIG_GRPC_XDS_.*|QUOTA_MODE|RESPONSE_DYNAMIC_METADATA|TRACING_.*|OTEL_.*|GRPC_UDS|GRPC_SERVER_TLS_.*|GRPC_CLIENT_TLS_.*|GRPC_MAX_CONNECTION_AGE.*|DEBUG_HOST|DEBUG_PORT|LOG_FORMAT|RUNTIME_WATCH_ROOT|CACHE_KEY_PREFIX|HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED)$/;
+  /^(USE_STATSD|STATSD_.*|USE_DOG_STATSD|DOG_STATSD_.*|USE_PROMETHEUS|PROMETHEUS_.*|EXTRA_TAGS|LOCAL_CACHE_SIZE_IN_BYTES|EXPIRATION_JITTER_MAX_SECONDS|STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT|REDIS_POOL_.*|REDIS_PIPELINE_.*|REDIS_PERSECOND.*|REDIS_HEALTH_CHECK_ACTIVE_CONNECTION|REDIS_TLS_CLIENT_CERT|REDIS_TLS_CLIENT_KEY|REDIS_TLS_CACERT|REDIS_TLS_SKIP_HOSTNAME_VERIFICATION|REDIS_TIMEOUT|BACKEND_TYPE|MEMCACHE_.*|CONFIG_TYPE|CONFIG_GRPC_XDS_.*|QUOTA_MODE|RESPONSE_DYNAMIC_METADATA|TRACING_.*|OTEL_.*|GRPC_UDS|GRPC_SERVER_TLS_.*|GRPC_CLIENT_TLS_.*|GRPC_MAX_CONNECTION_AGE.*|DEBUG_HOST|DEBUG_PORT|LOG_FORMAT|RUNTIME_WATCH_ROOT|CACHE_KEY_PREFIX|HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED)$/;

@@ -1,4 +1,5 @@
-// createRedisClient: an ioredis client with the settings a rate limiter wants.
+// createRedisClient: an ioredis client with the settings a rate limiter wants, to one server, a
+// Cluster, or the master that Redis Sentinel names.
 import { createRequire } from 'node:module';
 import { fail } from '../../shared/validation.ts';
 import type { IoredisLikeClient } from './connection.ts';
@@ -31,6 +32,26 @@ function seeds(url: string | readonly string[]): string[] {
   return list;
 }
 
+/** A user name (optional) and password, for a server or a sentinel. */
+export interface RedisCredentials {
+  readonly username?: string | undefined;
+  readonly password: string;
+}
+
+/** A Redis Sentinel deployment: the master's name, and the sentinels that know where it is. */
+export interface RedisSentinelTarget {
+  /** The name the sentinels monitor the master under (`sentinel monitor <name> …`). */
+  readonly masterName: string;
+  /** The sentinels to ask; the client learns of the others from the first that answers. */
+  readonly sentinels: readonly { readonly host: string; readonly port: number }[];
+  /** Credentials of the sentinels themselves. */
+  readonly sentinelAuth?: RedisCredentials | undefined;
+  /** Credentials of the master and its replicas. */
+  readonly auth?: RedisCredentials | undefined;
+  /** TLS to the sentinels and to the master alike. @default false */
+  readonly tls?: boolean | undefined;
+}
+
 /**
  * An ioredis `Redis` for one URL, or a `Cluster` for several (a list, or one string separated by
  * commas), with {@link LIMITER_CLIENT_OPTIONS}. `options` are ioredis options layered over them.
@@ -43,16 +64,55 @@ export function createRedisClient(
   options: Record<string, unknown> = {},
 ): IoredisLikeClient {
   const nodes = seeds(url);
-  let ioredis: IoredisModule;
+  const ioredis = loadIoredis('redisUrl');
+  return quiet(build(ioredis, nodes, { ...LIMITER_CLIENT_OPTIONS, ...options }));
+}
+
+/**
+ * An ioredis `Redis` that asks the sentinels of `target` for the master, and asks them again at
+ * each reconnect, so that after a failover it reaches the promoted replica; with
+ * {@link LIMITER_CLIENT_OPTIONS} and `options` layered over them. ioredis must be installed.
+ * @example createRedisSentinelClient({ masterName: 'mymaster', sentinels: [{ host: '10.0.0.1', port: 26379 }] })
+ */
+export function createRedisSentinelClient(
+  target: RedisSentinelTarget,
+  options: Record<string, unknown> = {},
+): IoredisLikeClient {
+  const { masterName, sentinels, sentinelAuth, auth, tls = false } = target;
+  if (sentinels.length === 0) fail('sentinels', 'must name at least one sentinel');
+  const ioredis = loadIoredis('sentinels');
+  return quiet(
+    new ioredis.Redis({
+      ...LIMITER_CLIENT_OPTIONS,
+      ...options,
+      name: masterName,
+      sentinels: sentinels.map(({ host, port }) => ({ host, port })),
+      sentinelUsername: sentinelAuth?.username,
+      sentinelPassword: sentinelAuth?.password,
+      username: auth?.username,
+      password: auth?.password,
+      // `tls` alone leaves the master in plain text: ioredis reads it there only with
+      // enableTLSForSentinelMode. The sentinels have their own, sentinelTLS.
+      ...(tls && { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} }),
+    }) as never,
+  );
+}
+
+function loadIoredis(option: string): IoredisModule {
   try {
-    ioredis = createRequire(import.meta.url)('ioredis');
+    return createRequire(import.meta.url)('ioredis');
   } catch {
-    fail('redisUrl', 'needs the ioredis package: npm install ioredis');
+    fail(option, 'needs the ioredis package: npm install ioredis');
   }
-  const settings = { ...LIMITER_CLIENT_OPTIONS, ...options };
-  const client = build(ioredis, nodes, settings);
-  // Nobody else holds this client to listen: without a listener ioredis prints every failed
-  // reconnect. Failures reach the limiter's onError through the calls that meet them.
+}
+
+/**
+ * Nobody else holds a client built here to listen: without a listener ioredis prints every
+ * failed reconnect. Failures reach the limiter's onError through the calls that meet them.
+ */
+function quiet(
+  client: IoredisLikeClient & { on(event: 'error', listener: () => void): unknown },
+): IoredisLikeClient {
   client.on('error', () => {});
   return client;
 }
