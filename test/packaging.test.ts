@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHttpReceiver } from './rls/otlp-receiver.ts';
 
 const run = promisify(execFile);
 const root = new URL('..', import.meta.url).pathname;
@@ -423,6 +424,51 @@ describe('the packed packages', () => {
       expect([await ask(), await ask()]).toEqual([200, 429]);
     } finally {
       child.kill('SIGTERM');
+    }
+  });
+
+  it('run the sentinel-rls bin with TRACING_ENABLED: its SDK is installed, and a span exported', async () => {
+    const receiver = await startHttpReceiver();
+    // The bin itself, not through npx, so that SIGTERM reaches it and it flushes.
+    const bin = join(consumer, 'node_modules/@sentinel/rls/dist/bin.mjs');
+    const child = spawn(process.execPath, [bin, '--config', 'ratelimit.yaml'], {
+      cwd: consumer,
+      env: {
+        ...process.env,
+        GRPC_PORT: '0',
+        PORT: '0',
+        REDIS_URL: '',
+        TRACING_ENABLED: 'true',
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+      },
+    });
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (chunk) => {
+          out += chunk;
+          const ready = /sentinel-rls ready: .* http=[^:]+:(\d+)/.exec(out);
+          if (ready) resolve(Number(ready[1]));
+        });
+        child.once('exit', (code) => reject(new Error(`exited with ${code}`)));
+      });
+      const status = await fetch(`http://127.0.0.1:${port}/json`, {
+        method: 'POST',
+        body: JSON.stringify({
+          domain: 'api',
+          descriptors: [{ entries: [{ key: 'tenant', value: 'b' }] }],
+        }),
+      }).then((r) => r.status);
+      expect(status).toBe(200);
+      // Stopped, it exports the span the batch holds.
+      await new Promise((resolve) => {
+        child.once('exit', resolve);
+        child.kill('SIGTERM');
+      });
+      expect(receiver.spans.map((span) => span.name)).toEqual(['ShouldRateLimit Execution']);
+    } finally {
+      child.kill('SIGTERM');
+      await receiver.close();
     }
   });
 });

@@ -139,8 +139,12 @@ export interface Watch {
 }
 
 export interface RlsClient {
-  /** Rejects with the call's ServiceError; `deadlineMs` from now, if given. */
-  shouldRateLimit(message: Wire, deadlineMs?: number): Promise<Wire>;
+  /** Rejects with the call's ServiceError; `deadlineMs` from now, if given; `metadata` sent. */
+  shouldRateLimit(
+    message: Wire,
+    deadlineMs?: number,
+    metadata?: Readonly<Record<string, string>>,
+  ): Promise<Wire>;
   /** The serving status Check answers, by name. */
   check(service: string): Promise<string>;
   watch(service: string): Watch;
@@ -151,13 +155,16 @@ export function rlsClient(port: number): RlsClient {
   const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   const unary =
     (path: string, send: ReturnType<typeof codec>, receive: ReturnType<typeof codec>) =>
-    (message: Wire, deadlineMs?: number) =>
+    (message: Wire, deadlineMs?: number, metadata: Readonly<Record<string, string>> = {}) =>
       new Promise<Wire>((resolve, reject) => {
+        const sent = new grpc.Metadata();
+        for (const [key, value] of Object.entries(metadata)) sent.set(key, value);
         client.makeUnaryRequest(
           path,
           send.serialize,
           receive.deserialize,
           message,
+          sent,
           deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs },
           (error, reply) => (error || reply === undefined ? reject(error) : resolve(reply)),
         );

@@ -46,6 +46,14 @@ describe('readSettings', () => {
         reset: 'RateLimit-Reset',
       },
       logLevel: 'warn',
+      tracing: {
+        enabled: false,
+        protocol: 'http',
+        serviceName: 'RateLimit',
+        serviceNamespace: undefined,
+        serviceInstanceId: undefined,
+        samplingRate: 1,
+      },
       configFiles: [],
       help: false,
       env,
@@ -342,6 +350,13 @@ describe('readSettings: arguments', () => {
       'RUNTIME_SUBDIRECTORY',
       'RUNTIME_APPDIRECTORY',
       'RUNTIME_IGNOREDOTFILES',
+      'TRACING_ENABLED',
+      'TRACING_EXPORTER_PROTOCOL',
+      'TRACING_SERVICE_NAME',
+      'TRACING_SERVICE_NAMESPACE',
+      'TRACING_SERVICE_INSTANCE_ID',
+      'TRACING_SAMPLING_RATE',
+      'OTEL_EXPORTER_OTLP_ENDPOINT',
       '--config',
       '--help',
     ]) {
@@ -458,6 +473,87 @@ describe('readSettings: refusals name the variable and the value', () => {
   });
 });
 
+describe('readSettings: tracing', () => {
+  it("reads upstream's TRACING_* variables", () => {
+    expect(
+      settings({
+        TRACING_ENABLED: 'True',
+        TRACING_EXPORTER_PROTOCOL: 'grpc',
+        TRACING_SERVICE_NAME: 'edge-ratelimit',
+        TRACING_SERVICE_NAMESPACE: 'mesh',
+        TRACING_SERVICE_INSTANCE_ID: 'ratelimit-0',
+        TRACING_SAMPLING_RATE: '0.25',
+      }).tracing,
+    ).toEqual({
+      enabled: true,
+      protocol: 'grpc',
+      serviceName: 'edge-ratelimit',
+      serviceNamespace: 'mesh',
+      serviceInstanceId: 'ratelimit-0',
+      samplingRate: 0.25,
+    });
+  });
+
+  it.each([
+    [
+      { TRACING_ENABLED: 'yes' },
+      'TRACING_ENABLED: must be true or false (or 1, 0, t, f), got "yes"',
+    ],
+    [
+      { TRACING_EXPORTER_PROTOCOL: 'thrift' },
+      'TRACING_EXPORTER_PROTOCOL: must be one of http, grpc, got "thrift"',
+    ],
+    [
+      { TRACING_EXPORTER_PROTOCOL: 'http/protobuf' },
+      'TRACING_EXPORTER_PROTOCOL: must be one of http, grpc, got "http/protobuf"',
+    ],
+    [
+      { TRACING_SAMPLING_RATE: '1.5' },
+      'TRACING_SAMPLING_RATE: must be a number from 0 to 1, got "1.5"',
+    ],
+    [
+      { TRACING_SAMPLING_RATE: '-0.1' },
+      'TRACING_SAMPLING_RATE: must be a number from 0 to 1, got "-0.1"',
+    ],
+    [
+      { TRACING_SAMPLING_RATE: '10%' },
+      'TRACING_SAMPLING_RATE: must be a number from 0 to 1, got "10%"',
+    ],
+    [
+      { TRACING_ENABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },
+      'OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:// or https:// URL, got "collector:4318"',
+    ],
+    [
+      { TRACING_ENABLED: 'true', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'grpc://collector:4317' },
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: must be an http:// or https:// URL, got "grpc://collector:4317"',
+    ],
+    [
+      { TRACING_ENABLED: 'true', OTEL_EXPORTER_OTLP_HEADERS: 'x-tenant=a,api-key' },
+      'OTEL_EXPORTER_OTLP_HEADERS: must be key=value pairs separated by commas; pair 2 is not',
+    ],
+    [
+      { TRACING_ENABLED: 'true', OTEL_EXPORTER_OTLP_TRACES_HEADERS: '=token' },
+      'OTEL_EXPORTER_OTLP_TRACES_HEADERS: must be key=value pairs separated by commas; pair 1 is not',
+    ],
+  ])('refuses %j', (env, message) => {
+    const error = refusal(env);
+    expect(error.message).toBe(message);
+    expect(error.setting).toBe(message.slice(0, message.indexOf(':')));
+  });
+
+  it('leaves the OTEL_ variables to others while tracing is off', () => {
+    expect(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }).tracing.enabled).toBe(false);
+  });
+
+  it('masks the credentials of an endpoint it refuses', () => {
+    const { message } = refusal({
+      TRACING_ENABLED: '1',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://user:hunter2@collector',
+    });
+    expect(message).not.toContain('hunter2');
+  });
+});
+
 describe("envoyproxy/ratelimit's variables sentinel-rls does not read", () => {
   it('refuses GRPC_SERVER_USE_TLS rather than serve in plain text where TLS was asked for', () => {
     expect(() => readSettings({ GRPC_SERVER_USE_TLS: 'true' }, [])).toThrow(
@@ -478,5 +574,11 @@ describe("envoyproxy/ratelimit's variables sentinel-rls does not read", () => {
       GRPC_PORT: '8081',
     };
     expect(ignoredVariables(env)).toEqual(['PROMETHEUS_ADDR', 'USE_PROMETHEUS', 'USE_STATSD']);
+  });
+
+  it('reads TRACING_* always, and the OTEL_ ones only with tracing on', () => {
+    const env = { TRACING_SAMPLING_RATE: '0.1', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4318' };
+    expect(ignoredVariables(env)).toEqual(['OTEL_EXPORTER_OTLP_ENDPOINT']);
+    expect(ignoredVariables({ ...env, TRACING_ENABLED: 'true' })).toEqual([]);
   });
 });

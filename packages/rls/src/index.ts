@@ -19,12 +19,15 @@ export {
   type Verdict,
 } from './decide.ts';
 export {
+  type CallOutcome,
   type Decide,
   type DecideContext,
   type GrpcServer,
   type GrpcServerOptions,
   RATE_LIMIT_SERVICE,
   startGrpcServer,
+  type TraceCall,
+  type TracedCall,
 } from './grpc/grpc-server.ts';
 export type {
   Code,
@@ -84,6 +87,9 @@ export {
   readSettings,
   type Settings,
   SettingsError,
+  TRACING_PROTOCOLS,
+  type TracingProtocol,
+  type TracingSettings,
 } from './settings.ts';
 export type {
   DescriptorEntry,

@@ -23,6 +23,7 @@ import { startHttpServer } from './http/http-server.ts';
 import { type Logger, logger } from './logger.ts';
 import { RlsMetrics } from './metrics.ts';
 import { ignoredVariables, type RedisSettings, type Settings } from './settings.ts';
+import type { Tracing } from './tracing.ts';
 import type { RateLimitConfig, RequestDescriptor } from './types.ts';
 import { UNIT_SECONDS } from './types.ts';
 
@@ -67,6 +68,10 @@ export async function startRateLimitService(
   if (client === undefined) {
     log.warn('REDIS_URL is not set: limits are counted in this process only, on the memory store');
   }
+  // Imported only when on: the SDK and its exporter stay unloaded otherwise.
+  const tracing: Tracing | undefined = settings.tracing.enabled
+    ? await (await import('./tracing.ts')).startTracing(settings.tracing, log)
+    : undefined;
   const metrics = new RlsMetrics({ nearLimitRatio: settings.nearLimitRatio });
   const limiter: Limiter = createLimiter({
     ...(client !== undefined && { redis: client }),
@@ -132,7 +137,9 @@ export async function startRateLimitService(
   ): Promise<RateLimitResponseMessage> {
     const started = performance.now();
     try {
-      return await decide(request);
+      return await (tracing === undefined
+        ? decide(request)
+        : tracing.execution(request, () => decide(request)));
     } catch (error) {
       if (!(error instanceof StoreUnavailableError)) metrics.serviceError();
       throw error;
@@ -145,6 +152,7 @@ export async function startRateLimitService(
     host: settings.grpcHost,
     port: settings.grpcPort,
     decide: (request) => timed('ShouldRateLimit', request),
+    traceCall: tracing?.traceCall,
   });
   let serving = true;
   const http = await startHttpServer({
@@ -181,9 +189,14 @@ export async function startRateLimitService(
       serving = false;
       grpc.setServing(false);
       watcher.close();
-      await Promise.all([grpc.close(), http.close()]);
-      await limiter.close();
-      await client?.quit();
+      try {
+        await Promise.all([grpc.close(), http.close()]);
+        await limiter.close();
+        await client?.quit();
+      } finally {
+        // Last, and even when Redis fails to quit: the spans of the last calls are exported.
+        await tracing?.shutdown();
+      }
     },
   };
 }

@@ -79,6 +79,8 @@ export interface Settings {
   readonly legacyHeaderNames: LegacyHeaderNames;
   /** `LOG_LEVEL`, lower-cased. @default 'warn' */
   readonly logLevel: LogLevel;
+  /** `TRACING_*`: spans over OTLP, as envoyproxy/ratelimit exports them. */
+  readonly tracing: TracingSettings;
   /** Every `--config FILE`, in order. */
   readonly configFiles: readonly string[];
   /** `--help` or `-h`: print {@link HELP} and exit. */
@@ -413,6 +415,7 @@ export function readSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
       reset: fieldName(vars, 'LIMIT_RESET_HEADER', LEGACY_HEADER_NAMES.reset),
     },
     logLevel: logLevel(vars),
+    tracing: tracingSettings(vars),
     configFiles,
     help,
     env,
@@ -461,6 +464,18 @@ Environment, as envoyproxy/ratelimit reads it:
   RUNTIME_SUBDIRECTORY            Subdirectory of RUNTIME_ROOT. Default: unset
   RUNTIME_APPDIRECTORY            Directory of the files in it. Default config
   RUNTIME_IGNOREDOTFILES          Skip files whose name starts with a dot. Default false
+  TRACING_ENABLED                 Export spans over OTLP. Default false
+  TRACING_EXPORTER_PROTOCOL       http (OTLP/HTTP, protobuf) or grpc. Default http
+  TRACING_SERVICE_NAME            The spans' service.name. Default RateLimit
+  TRACING_SERVICE_NAMESPACE       Their service.namespace. Default: unset, left out
+  TRACING_SERVICE_INSTANCE_ID     Their service.instance.id. Default: a random UUID
+  TRACING_SAMPLING_RATE           Share of traces sampled, 0 to 1, where the caller has not
+                                  decided. Default 1
+  OTEL_EXPORTER_OTLP_ENDPOINT     Where spans go, with tracing on. Default
+                                  http://localhost:4318 (http) or http://localhost:4317 (grpc)
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, the other
+  OTEL_EXPORTER_OTLP_* and OTEL_RESOURCE_ATTRIBUTES are read as the OpenTelemetry SDK
+  reads them, with tracing on.
 
 Sentinel's own:
   RESPONSE_HEADERS                draft (RateLimit-Policy and RateLimit, IETF draft 11) or
@@ -475,14 +490,91 @@ Booleans are read as Go reads them: 1, t, T, TRUE, true, True, 0, f, F, FALSE, f
 
 /**
  * envoyproxy/ratelimit's variables that sentinel-rls does not read (statsd, its own Prometheus
- * listener, local caches, pools and pipelines, xDS, memcache, tracing): those set in `env`, so
+ * listener, local caches, pools and pipelines, xDS, memcache): those set in `env`, so
  * that a migrated deployment hears that they have no effect here.
  */
 export function ignoredVariables(env: NodeJS.ProcessEnv): string[] {
   return Object.keys(env)
-    .filter((name) => IGNORED.test(name) && read(env, name) !== undefined)
+    .filter(
+      (name) => IGNORED.test(name) && !readByTracing(env, name) && read(env, name) !== undefined,
+    )
     .sort();
 }
 
 const IGNORED =
   /^(USE_STATSD|STATSD_.*|USE_DOG_STATSD|DOG_STATSD_.*|USE_PROMETHEUS|PROMETHEUS_.*|EXTRA_TAGS|LOCAL_CACHE_SIZE_IN_BYTES|EXPIRATION_JITTER_MAX_SECONDS|STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT|REDIS_POOL_.*|REDIS_PIPELINE_.*|REDIS_PERSECOND.*|REDIS_HEALTH_CHECK_ACTIVE_CONNECTION|REDIS_TLS_CLIENT_CERT|REDIS_TLS_CLIENT_KEY|REDIS_TLS_CACERT|REDIS_TLS_SKIP_HOSTNAME_VERIFICATION|REDIS_TIMEOUT|BACKEND_TYPE|MEMCACHE_.*|CONFIG_TYPE|CONFIG_GRPC_XDS_.*|QUOTA_MODE|RESPONSE_DYNAMIC_METADATA|TRACING_.*|OTEL_.*|GRPC_UDS|GRPC_SERVER_TLS_.*|GRPC_CLIENT_TLS_.*|GRPC_MAX_CONNECTION_AGE.*|DEBUG_HOST|DEBUG_PORT|LOG_FORMAT|RUNTIME_WATCH_ROOT|CACHE_KEY_PREFIX|HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED)$/;
+
+// Tracing: upstream's TRACING_* variables, and the standard OTEL_EXPORTER_OTLP_* ones its OTLP
+// exporter reads for where to send and with which headers.
+
+/** What `TRACING_EXPORTER_PROTOCOL` takes: OTLP over HTTP (protobuf bodies) or over gRPC. */
+export const TRACING_PROTOCOLS = ['http', 'grpc'] as const;
+export type TracingProtocol = (typeof TRACING_PROTOCOLS)[number];
+
+export interface TracingSettings {
+  /** `TRACING_ENABLED`. @default false */
+  readonly enabled: boolean;
+  /** `TRACING_EXPORTER_PROTOCOL`. @default 'http' */
+  readonly protocol: TracingProtocol;
+  /** `TRACING_SERVICE_NAME`: the resource's service.name. @default 'RateLimit' */
+  readonly serviceName: string;
+  /** `TRACING_SERVICE_NAMESPACE`: service.namespace, left out when unset. */
+  readonly serviceNamespace: string | undefined;
+  /** `TRACING_SERVICE_INSTANCE_ID`: service.instance.id; unset, a random UUID at start. */
+  readonly serviceInstanceId: string | undefined;
+  /** `TRACING_SAMPLING_RATE`: the share of the traces that start here that are kept. @default 1 */
+  readonly samplingRate: number;
+}
+
+/** The OTLP exporter's endpoints: a bad one would only be heard of at the first export. */
+const OTLP_ENDPOINTS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
+/** Its headers, `key=value,key=value`: the exporter skips a malformed pair without a word. */
+const OTLP_HEADERS = ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'];
+
+function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings {
+  const enabled = bool(env, 'TRACING_ENABLED');
+  if (enabled) {
+    for (const name of OTLP_ENDPOINTS) otlpEndpoint(env, name);
+    for (const name of OTLP_HEADERS) otlpHeaders(env, name);
+  }
+  return {
+    enabled,
+    protocol: oneOf(env, 'TRACING_EXPORTER_PROTOCOL', TRACING_PROTOCOLS, 'http'),
+    serviceName: read(env, 'TRACING_SERVICE_NAME') ?? 'RateLimit',
+    serviceNamespace: read(env, 'TRACING_SERVICE_NAMESPACE'),
+    serviceInstanceId: read(env, 'TRACING_SERVICE_INSTANCE_ID'),
+    samplingRate: ratio(env, 'TRACING_SAMPLING_RATE', 1),
+  };
+}
+
+function otlpEndpoint(env: NodeJS.ProcessEnv, name: string): void {
+  const value = read(env, name);
+  if (value === undefined) return;
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {}
+  if (url === undefined || !/^https?:$/.test(url.protocol) || url.hostname === '') {
+    throw new SettingsError(name, `must be an http:// or https:// URL, got ${masked(value)}`);
+  }
+}
+
+function otlpHeaders(env: NodeJS.ProcessEnv, name: string): void {
+  const value = read(env, name);
+  if (value === undefined) return;
+  const bad = value.split(',').findIndex((pair) => !/^\s*[^\s=]+\s*=/.test(pair));
+  if (bad !== -1) {
+    // The value is not shown: these headers usually carry an API key.
+    throw new SettingsError(
+      name,
+      `must be key=value pairs separated by commas; pair ${bad + 1} is not`,
+    );
+  }
+}
+
+/** TRACING_* are read always; OTEL_* are the exporter's, and read only when tracing is on. */
+function readByTracing(env: NodeJS.ProcessEnv, name: string): boolean {
+  if (name.startsWith('TRACING_')) return true;
+  const enabled = read(env, 'TRACING_ENABLED');
+  return name.startsWith('OTEL_') && enabled !== undefined && parseGoBool(enabled) === true;
+}

@@ -2,6 +2,7 @@
 // health service. What to decide is not its business.
 import {
   type ChannelOptions,
+  type Metadata,
   Server,
   ServerCredentials,
   type ServerUnaryCall,
@@ -29,6 +30,24 @@ export type Decide = (
   context: DecideContext,
 ) => Promise<RateLimitResponseMessage>;
 
+/** How one ShouldRateLimit was answered: a response, or a gRPC status code with its details. */
+export type CallOutcome =
+  | { readonly code: typeof status.OK; readonly response: object }
+  | { readonly code: number; readonly details: string; readonly error: unknown };
+
+/** What a {@link TraceCall} sees of the call: its metadata and the peer's address. */
+export interface TracedCall {
+  readonly metadata: Metadata;
+  /** grpc-js's `getPeer()`: `host:port`, or `unknown`. */
+  readonly peer: string;
+}
+
+/** Wraps the answering of each ShouldRateLimit, in a span for one; resolves to what `answer` did. */
+export type TraceCall = (
+  call: TracedCall,
+  answer: () => Promise<CallOutcome>,
+) => Promise<CallOutcome>;
+
 export interface GrpcServerOptions {
   /** @default '0.0.0.0', as envoyproxy/ratelimit's GRPC_HOST */
   readonly host?: string | undefined;
@@ -49,6 +68,8 @@ export interface GrpcServerOptions {
   readonly shutdownTimeoutMs?: number | undefined;
   /** grpc-js server options, such as `'grpc.max_receive_message_length'`. */
   readonly channelOptions?: ChannelOptions | undefined;
+  /** Wraps each ShouldRateLimit, as tracing does with its server span; none by default. */
+  readonly traceCall?: TraceCall | undefined;
 }
 
 export interface GrpcServer {
@@ -77,6 +98,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     onError = () => {},
     shutdownTimeoutMs = 5000,
     channelOptions,
+    traceCall,
   } = options;
   if (typeof decide !== 'function') throw new TypeError('decide must be a function');
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
@@ -90,7 +112,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   const server = new Server(channelOptions);
   const health = createHealthService(healthServices);
   server.addService(definitions[RATE_LIMIT_SERVICE] as ServiceDefinition, {
-    ShouldRateLimit: answerWith(decide, onError),
+    ShouldRateLimit: answerWith(decide, onError, traceCall),
   });
   server.addService(definitions[HEALTH_SERVICE] as ServiceDefinition, health.implementation);
   const bound = await bind(server, host, port, credentials);
@@ -106,7 +128,11 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   };
 }
 
-function answerWith(decide: Decide, onError: (error: unknown) => void) {
+function answerWith(
+  decide: Decide,
+  onError: (error: unknown) => void,
+  traceCall: TraceCall | undefined,
+) {
   return async function shouldRateLimit(
     call: ServerUnaryCall<WireRequest, object>,
     callback: sendUnaryData<object>,
@@ -125,22 +151,31 @@ function answerWith(decide: Decide, onError: (error: unknown) => void) {
         return cancelled.signal;
       },
     };
-    let response: object;
-    try {
-      const request = requestFromWire(call.request);
-      response = responseToWire(await decide(request, context));
-    } catch (error) {
-      // UNKNOWN, as grpc-go answers the error envoyproxy/ratelimit's service returns, unless
-      // the error names a status of its own (UNAVAILABLE, for a failure mode that says so).
-      const own = (error as { grpcStatus?: unknown } | undefined)?.grpcStatus;
-      callback({
-        code: typeof own === 'number' ? own : status.UNKNOWN,
-        details: error instanceof Error ? error.message : String(error),
-      });
-      onError(error);
+    const answer = async (): Promise<CallOutcome> => {
+      try {
+        const request = requestFromWire(call.request);
+        return { code: status.OK, response: responseToWire(await decide(request, context)) };
+      } catch (error) {
+        // UNKNOWN, as grpc-go answers the error envoyproxy/ratelimit's service returns, unless
+        // the error names a status of its own (UNAVAILABLE, for a failure mode that says so).
+        const own = (error as { grpcStatus?: unknown } | undefined)?.grpcStatus;
+        return {
+          code: typeof own === 'number' ? own : status.UNKNOWN,
+          details: error instanceof Error ? error.message : String(error),
+          error,
+        };
+      }
+    };
+    const outcome =
+      traceCall === undefined
+        ? await answer()
+        : await traceCall({ metadata: call.metadata, peer: call.getPeer() }, answer);
+    if ('response' in outcome) {
+      callback(null, outcome.response);
       return;
     }
-    callback(null, response);
+    callback({ code: outcome.code, details: outcome.details });
+    onError(outcome.error);
   };
 }
 
