@@ -1,7 +1,8 @@
 // sentinel-rls's traces, as envoyproxy/ratelimit exports them: the bin in a child process with
 // TRACING_ENABLED, sending over OTLP/HTTP and OTLP/gRPC to a local receiver that decodes them;
 // the caller's trace continued, upstream's resource and sampling, and nothing sent when off.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { uniquePrefix } from '../harness/clients.ts';
 import { freePort } from '../harness/redis-server.ts';
 import { type RlsClient, rlsClient } from './grpc-client.ts';
 import {
@@ -116,6 +117,28 @@ describe.each(['http', 'grpc'] as const)('TRACING_EXPORTER_PROTOCOL=%s', (protoc
     const [server] = named(spans, SERVER_SPAN);
     expect(server).toMatchObject({ traceId: TRACE_ID, parentSpanId: PARENT_ID });
     expect(named(spans, EXECUTION_SPAN)[0]?.traceId).toBe(TRACE_ID);
+  });
+});
+
+describe('tracing on Redis', () => {
+  it("puts the decision on the execution span, and the Redis call beneath it, from Sentinel's core", async () => {
+    await tracedRls('http', { REDIS_URL: inject('redisUrl'), PREFIX: uniquePrefix('rls-trace') });
+    expect((await ask())?.overall_code).toBe('OK');
+    const spans = await spansAfterStop();
+    const [execution] = named(spans, EXECUTION_SPAN);
+    expect(execution?.attributes).toMatchObject({
+      'sentinel.result': 'allowed',
+      'sentinel.algorithm': 'fixed-window',
+      'sentinel.remaining': 99,
+    });
+    const redis = spans.filter((span) => span.kind === 'SPAN_KIND_CLIENT');
+    expect(redis).toHaveLength(1);
+    expect(redis[0]).toMatchObject({
+      traceId: execution?.traceId,
+      parentSpanId: execution?.spanId,
+      scope: '@sentinel/core',
+      attributes: { 'db.system.name': 'redis' },
+    });
   });
 });
 

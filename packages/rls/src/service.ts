@@ -82,6 +82,8 @@ export async function startRateLimitService(
     window: '1s',
     onStoreError: settings.failureMode === 'closed' ? 'deny' : 'allow',
     onError: (error) => log.warn(`store: ${error.message}`),
+    // With tracing on, each decision goes on the execution span, each Redis call beneath it.
+    ...(tracing !== undefined && { openTelemetry: true }),
   });
   const decider = new Decider({
     limiter,
