@@ -63,6 +63,18 @@ describe('openTelemetry metrics', () => {
     await sdk.shutdown();
   });
 
+  it('adds up the decisions of limiters that share a meter provider and their attributes', async () => {
+    const sdk = metricsSdk();
+    const options = { tiers: FREE, openTelemetry: { meterProvider: sdk.meterProvider } };
+    const a = owned(createLimiter({ store: new MemoryStore(), ...options }));
+    const b = owned(createLimiter({ store: new MemoryStore(), ...options }));
+    for (let i = 0; i < 2; i++) await a.consume('alice', tier);
+    for (let i = 0; i < 4; i++) await b.consume('bob', tier);
+    const read = await sdk.read();
+    expect([decisions(read, 'allowed'), decisions(read, 'limited')]).toEqual([5, 1]);
+    await sdk.shutdown();
+  });
+
   it('holds the instruments of an SDK registered after the limiter was built', async () => {
     const limiter = owned(
       createLimiter({ store: new MemoryStore(), tiers: FREE, openTelemetry: true }),
