@@ -135,7 +135,7 @@ export async function telemetry(config: BenchConfig): Promise<SuiteReport> {
       ],
       gates: [
         { label: 'OpenTelemetry, no SDK / off', value: noSdkShare, collapse: 0.5 },
-        { label: 'OpenTelemetry, SDK / off', value: sdkShare, collapse: 0.3 },
+        { label: 'OpenTelemetry, SDK / off', value: sdkShare, collapse: 0.2 },
       ],
     };
   } finally {
