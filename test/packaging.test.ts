@@ -338,7 +338,9 @@ describe('the packed packages', () => {
   it.each(['no-otel.mjs', 'no-otel.cjs'])(
     'without @opentelemetry/api, limit as ever, and refuse `openTelemetry` with a TypeError, from %s',
     async (file) => {
-      const { stdout } = await run(process.execPath, [file], { cwd: nest11 });
+      // Without the NODE_PATH a package manager's run sets, which would find the repository's own.
+      const { NODE_PATH: _, ...env } = process.env;
+      const { stdout } = await run(process.execPath, [file], { cwd: nest11, env });
       expect(JSON.parse(stdout)).toEqual({
         allowed: true,
         type: 'TypeError',

@@ -68,16 +68,16 @@ let loaded: { api: typeof Api; version: string } | undefined;
 /** @opentelemetry/api, and this package's version, loaded once; a TypeError without the API. */
 function load(): { api: typeof Api; version: string } {
   if (loaded) return loaded;
-  const require = createRequire(import.meta.url);
+  const requireHere = createRequire(import.meta.url);
   let api: typeof Api;
   try {
-    api = require('@opentelemetry/api');
+    api = requireHere('@opentelemetry/api');
   } catch {
     fail('openTelemetry', 'needs the @opentelemetry/api package: npm install @opentelemetry/api');
   }
   let version = '';
   try {
-    version = (require('@sentinel/core/package.json') as { version: string }).version;
+    version = (requireHere('@sentinel/core/package.json') as { version: string }).version;
   } catch {
     // A bundle that dropped the manifest: the meter goes unversioned.
   }
