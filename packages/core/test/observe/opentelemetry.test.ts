@@ -9,6 +9,7 @@ import {
   metricsSdk,
   pointsOf,
   pointValue,
+  type TracingSdk,
   tracingSdk,
 } from '../../../../test/harness/opentelemetry.ts';
 import { owned, ownServer } from '../../../../test/harness/own-redis.ts';
@@ -16,6 +17,7 @@ import {
   createHttpLimiter,
   createLimiter,
   fingerprint,
+  type LimiterOptions,
   MemoryStore,
   storageIdentity,
 } from '../../src/index.ts';
@@ -300,17 +302,23 @@ describe('openTelemetry through the HTTP layer', () => {
   });
 });
 
+/** A limiter on the run's Redis whose store calls go to `tracing`'s provider. */
+function tracedLimiter(tracing: TracingSdk, options: Partial<LimiterOptions> = {}) {
+  return owned(
+    createLimiter({
+      redis: connect(),
+      prefix: uniquePrefix('otel'),
+      tiers: FREE,
+      openTelemetry: { tracerProvider: tracing.tracerProvider },
+      ...options,
+    }),
+  );
+}
+
 describe('openTelemetry traces', () => {
   it("adds the decision to the caller's span, with one event, and gives the store call a client span beneath it", async () => {
     const tracing = tracingSdk();
-    const limiter = owned(
-      createLimiter({
-        redis: connect(),
-        prefix: uniquePrefix('otel'),
-        tiers: FREE,
-        openTelemetry: { tracerProvider: tracing.tracerProvider },
-      }),
-    );
+    const limiter = tracedLimiter(tracing);
     await tracing.inSpan('GET /search', () => limiter.consume('alice', tier));
     const spans = tracing.spans();
     const request = spans.find((s) => s.name === 'GET /search');
@@ -335,14 +343,7 @@ describe('openTelemetry traces', () => {
 
   it('gives a batch one client span, linked to every request it served', async () => {
     const tracing = tracingSdk();
-    const limiter = owned(
-      createLimiter({
-        redis: connect(),
-        prefix: uniquePrefix('otel'),
-        tiers: FREE,
-        openTelemetry: { tracerProvider: tracing.tracerProvider },
-      }),
-    );
+    const limiter = tracedLimiter(tracing);
     await limiter.consume('warm', tier);
     // Three requests in one turn of the event loop: one script call.
     await Promise.all(
@@ -364,16 +365,11 @@ describe('openTelemetry traces', () => {
     const tracing = tracingSdk();
     const server = await ownServer();
     const client = connect('ioredis 6', server.url, { enableOfflineQueue: false });
-    const limiter = owned(
-      createLimiter({
-        redis: client,
-        prefix: uniquePrefix('otel'),
-        tiers: FREE,
-        onStoreError: 'deny',
-        openTelemetry: { tracerProvider: tracing.tracerProvider },
-        onError: () => {},
-      }),
-    );
+    const limiter = tracedLimiter(tracing, {
+      redis: client,
+      onStoreError: 'deny',
+      onError: () => {},
+    });
     await limiter.consume('warm', tier);
     await server.stop();
     const decision = await tracing.inSpan('GET /', () => limiter.consume('alice', tier));
@@ -391,14 +387,7 @@ describe('openTelemetry traces', () => {
 
   it('makes no client span for a call outside any trace', async () => {
     const tracing = tracingSdk();
-    const limiter = owned(
-      createLimiter({
-        redis: connect(),
-        prefix: uniquePrefix('otel'),
-        tiers: FREE,
-        openTelemetry: { tracerProvider: tracing.tracerProvider },
-      }),
-    );
+    const limiter = tracedLimiter(tracing);
     await limiter.consume('alice', tier);
     expect(tracing.spans()).toEqual([]);
   });
