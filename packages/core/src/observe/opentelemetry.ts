@@ -362,16 +362,7 @@ export class Telemetry {
 
   #storeSpan<T>(call: StoreCallInfo, contexts: Api.Context[], send: () => Promise<T>): Promise<T> {
     const api = this.#api;
-    // As a database instrumentation that requires a parent: a call made outside any trace
-    // (a timer's, a test's) makes no root span of its own.
-    const links: Api.Link[] = [];
-    for (const context of contexts) {
-      const parent = api.trace.getSpanContext(context);
-      if (parent !== undefined && api.trace.isSpanContextValid(parent)) {
-        links.push({ context: parent });
-      }
-    }
-    if (links.length === 0) return send();
+    // Every context holds a valid span: `traceHere` gave none outside a trace.
     const attributes: Api.Attributes = {
       'db.system.name': 'redis',
       'db.operation.name': call.operation,
@@ -385,7 +376,14 @@ export class Telemetry {
     const span =
       call.requests === 1
         ? this.#tracerNow().startSpan(name, { kind, attributes }, contexts[0])
-        : this.#tracerNow().startSpan(name, { kind, attributes, links, root: true });
+        : this.#tracerNow().startSpan(name, {
+            kind,
+            attributes,
+            links: contexts.map((context) => ({
+              context: api.trace.getSpanContext(context) as Api.SpanContext,
+            })),
+            root: true,
+          });
     return send().then(
       (value) => {
         span.end();
