@@ -1,6 +1,7 @@
 // The published packages: packed as npm would, checked for what a tarball holds, installed into a
 // fresh project with npm, then imported from CommonJS, ESM and TypeScript.
 import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +21,9 @@ const PACKAGES = {
   nestjs: 'SentinelModule',
   rls: 'startRateLimitService',
 } as const;
+const RLS_VERSION = (
+  JSON.parse(readFileSync(join(root, 'packages/rls/package.json'), 'utf8')) as { version: string }
+).version;
 /** The adapters, each loaded with re-exports of core from CommonJS and ESM. */
 const ADAPTERS = ['express', 'koa', 'fastify', 'hono', 'fetch', 'nestjs'] as const;
 let consumer: string;
@@ -429,7 +433,7 @@ describe('the packed packages', () => {
     }
   });
 
-  it('run the sentinel-rls bin with TRACING_ENABLED: its SDK is installed, and a span exported', async () => {
+  it('run the sentinel-rls bin with TRACING_ENABLED and OTEL_METRICS_EXPORTER: its SDK is installed, and a span and the counts exported', async () => {
     const receiver = await startHttpReceiver();
     // The bin itself, not through npx, so that SIGTERM reaches it and it flushes.
     const bin = join(consumer, 'node_modules/@sentinel/rls/dist/bin.mjs');
@@ -441,6 +445,7 @@ describe('the packed packages', () => {
         PORT: '0',
         REDIS_URL: '',
         TRACING_ENABLED: 'true',
+        OTEL_METRICS_EXPORTER: 'otlp',
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
       },
     });
@@ -462,12 +467,21 @@ describe('the packed packages', () => {
         }),
       }).then((r) => r.status);
       expect(status).toBe(200);
-      // Stopped, it exports the span the batch holds.
+      // Stopped, it exports the span the batch holds, and the counts a last time.
       await new Promise((resolve) => {
         child.once('exit', resolve);
         child.kill('SIGTERM');
       });
       expect(receiver.spans.map((span) => span.name)).toEqual(['ShouldRateLimit Execution']);
+      const hits = receiver.metricExports
+        .at(-1)
+        ?.find((metric) => metric.name === 'ratelimit.service.rate_limit.total_hits');
+      // The scope's version is read from the installed package's manifest.
+      expect(hits).toMatchObject({
+        scope: '@sentinel/rls',
+        scopeVersion: RLS_VERSION,
+        points: [{ attributes: { domain: 'api', key1: 'tenant' }, value: 1 }],
+      });
     } finally {
       child.kill('SIGTERM');
       await receiver.close();

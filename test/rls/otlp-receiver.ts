@@ -1,7 +1,8 @@
-// A local OTLP trace receiver, as a collector is one: OTLP/HTTP (protobuf on POST .../v1/traces)
-// or OTLP/gRPC (TraceService/Export), each decoding what it gets into spans with their resource.
-// Its messages are protobufjs types whose field numbers are copied from opentelemetry-proto, so
-// the exporter's encoding is checked against the specification, not against itself.
+// A local OTLP receiver, as a collector is one: OTLP/HTTP (protobuf on POST /v1/traces and
+// /v1/metrics) or OTLP/gRPC (TraceService/Export and MetricsService/Export), each decoding what
+// it gets into spans or metrics with their resource. Its messages are protobufjs types whose
+// field numbers are copied from opentelemetry-proto, so the exporters' encoding is checked
+// against the specification, not against itself.
 import { createServer as createHttpServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
@@ -22,9 +23,83 @@ const protobuf = createRequire(createRequire(import.meta.url).resolve('@grpc/pro
 const field = (type: string, id: number) => ({ type, id });
 const repeated = (type: string, id: number) => ({ rule: 'repeated', type, id });
 
-/** opentelemetry-proto's collector/trace/v1, trace/v1, resource/v1 and common/v1, flattened. */
+/**
+ * opentelemetry-proto's collector/trace/v1, trace/v1, collector/metrics/v1, metrics/v1 (without
+ * exemplars, exponential histograms and summaries), resource/v1 and common/v1, flattened.
+ */
 const root = protobuf.Root.fromJSON({
   nested: {
+    ExportMetricsServiceRequest: {
+      fields: { resource_metrics: repeated('ResourceMetrics', 1) },
+    },
+    ExportMetricsServiceResponse: { fields: {} },
+    ResourceMetrics: {
+      fields: {
+        resource: field('Resource', 1),
+        scope_metrics: repeated('ScopeMetrics', 2),
+        schema_url: field('string', 3),
+      },
+    },
+    ScopeMetrics: {
+      fields: {
+        scope: field('InstrumentationScope', 1),
+        metrics: repeated('Metric', 2),
+        schema_url: field('string', 3),
+      },
+    },
+    Metric: {
+      oneofs: { data: { oneof: ['gauge', 'sum', 'histogram'] } },
+      fields: {
+        name: field('string', 1),
+        description: field('string', 2),
+        unit: field('string', 3),
+        gauge: field('Gauge', 5),
+        sum: field('Sum', 7),
+        histogram: field('Histogram', 9),
+      },
+    },
+    Gauge: { fields: { data_points: repeated('NumberDataPoint', 1) } },
+    Sum: {
+      fields: {
+        data_points: repeated('NumberDataPoint', 1),
+        aggregation_temporality: field('AggregationTemporality', 2),
+        is_monotonic: field('bool', 3),
+      },
+    },
+    Histogram: {
+      fields: {
+        data_points: repeated('HistogramDataPoint', 1),
+        aggregation_temporality: field('AggregationTemporality', 2),
+      },
+    },
+    AggregationTemporality: {
+      values: {
+        AGGREGATION_TEMPORALITY_UNSPECIFIED: 0,
+        AGGREGATION_TEMPORALITY_DELTA: 1,
+        AGGREGATION_TEMPORALITY_CUMULATIVE: 2,
+      },
+    },
+    NumberDataPoint: {
+      oneofs: { value: { oneof: ['as_double', 'as_int'] } },
+      fields: {
+        attributes: repeated('KeyValue', 7),
+        start_time_unix_nano: field('fixed64', 2),
+        time_unix_nano: field('fixed64', 3),
+        as_double: field('double', 4),
+        as_int: field('sfixed64', 6),
+      },
+    },
+    HistogramDataPoint: {
+      fields: {
+        attributes: repeated('KeyValue', 9),
+        start_time_unix_nano: field('fixed64', 2),
+        time_unix_nano: field('fixed64', 3),
+        count: field('fixed64', 4),
+        sum: field('double', 5),
+        bucket_counts: repeated('fixed64', 6),
+        explicit_bounds: repeated('double', 7),
+      },
+    },
     ExportTraceServiceRequest: { fields: { resource_spans: repeated('ResourceSpans', 1) } },
     ExportTraceServiceResponse: { fields: {} },
     ResourceSpans: {
@@ -99,6 +174,8 @@ const root = protobuf.Root.fromJSON({
 
 const exportRequest = root.lookupType('ExportTraceServiceRequest');
 const exportResponse = root.lookupType('ExportTraceServiceResponse');
+const exportMetricsRequest = root.lookupType('ExportMetricsServiceRequest');
+const exportMetricsResponse = root.lookupType('ExportMetricsServiceResponse');
 
 type Value = string | number | boolean | Value[];
 
@@ -118,6 +195,33 @@ export interface ReceivedSpan {
   readonly resource: Readonly<Record<string, Value>>;
 }
 
+/** One data point: a sum's or gauge's value, or a histogram's count, sum and buckets. */
+export interface ReceivedPoint {
+  readonly attributes: Readonly<Record<string, Value>>;
+  readonly value?: number;
+  readonly count?: number;
+  readonly sum?: number;
+  /** Per bucket, not cumulative, as OTLP sends them: one more than `bounds`. */
+  readonly bucketCounts?: readonly number[];
+  readonly bounds?: readonly number[];
+}
+
+/** One metric of one export, as received. */
+export interface ReceivedMetric {
+  readonly name: string;
+  readonly description: string;
+  readonly unit: string;
+  readonly type: 'sum' | 'gauge' | 'histogram';
+  /** AGGREGATION_TEMPORALITY_CUMULATIVE and its kin; '' for a gauge. */
+  readonly temporality: string;
+  /** A sum's is_monotonic; false for the rest. */
+  readonly monotonic: boolean;
+  readonly points: readonly ReceivedPoint[];
+  readonly scope: string;
+  readonly scopeVersion: string;
+  readonly resource: Readonly<Record<string, Value>>;
+}
+
 /** One export call: where it went and what it carried besides the spans. */
 export interface ReceivedExport {
   /** The HTTP path, or the gRPC method's path. */
@@ -130,6 +234,8 @@ export interface OtlpReceiver {
   /** `http://127.0.0.1:port`, for OTEL_EXPORTER_OTLP_ENDPOINT. */
   readonly endpoint: string;
   readonly spans: readonly ReceivedSpan[];
+  /** The metrics of each metric export, in the order they came. */
+  readonly metricExports: ReadonlyArray<readonly ReceivedMetric[]>;
   readonly exports: readonly ReceivedExport[];
   close(): Promise<void>;
 }
@@ -191,6 +297,56 @@ export function decodeSpans(body: Uint8Array): ReceivedSpan[] {
   return spans;
 }
 
+function points(list: unknown): ReceivedPoint[] {
+  return ((list as Decoded[] | undefined) ?? []).map((point) => {
+    const attributesOf = { attributes: attributes(point.attributes) };
+    if (point.count === undefined) {
+      return { ...attributesOf, value: Number(point.as_int ?? point.as_double ?? 0) };
+    }
+    return {
+      ...attributesOf,
+      count: Number(point.count),
+      sum: Number(point.sum ?? 0),
+      bucketCounts: ((point.bucket_counts as unknown[] | undefined) ?? []).map(Number),
+      bounds: ((point.explicit_bounds as unknown[] | undefined) ?? []).map(Number),
+    };
+  });
+}
+
+/** The metrics of one ExportMetricsServiceRequest. */
+export function decodeMetrics(body: Uint8Array): ReceivedMetric[] {
+  const request = exportMetricsRequest.toObject(exportMetricsRequest.decode(body), {
+    longs: String,
+    enums: String,
+    oneofs: true,
+    defaults: false,
+  });
+  const metrics: ReceivedMetric[] = [];
+  for (const resourceMetrics of (request.resource_metrics as Decoded[] | undefined) ?? []) {
+    const resource = attributes((resourceMetrics.resource as Decoded | undefined)?.attributes);
+    for (const scopeMetrics of (resourceMetrics.scope_metrics as Decoded[] | undefined) ?? []) {
+      const scope = (scopeMetrics.scope as Decoded | undefined) ?? {};
+      for (const metric of (scopeMetrics.metrics as Decoded[] | undefined) ?? []) {
+        const type = metric.data as ReceivedMetric['type'];
+        const data = (metric[type] as Decoded | undefined) ?? {};
+        metrics.push({
+          name: metric.name as string,
+          description: String(metric.description ?? ''),
+          unit: String(metric.unit ?? ''),
+          type,
+          temporality: String(data.aggregation_temporality ?? ''),
+          monotonic: data.is_monotonic === true,
+          points: points(data.data_points),
+          scope: String(scope.name ?? ''),
+          scopeVersion: String(scope.version ?? ''),
+          resource,
+        });
+      }
+    }
+  }
+  return metrics;
+}
+
 function flatHeaders(headers: Readonly<Record<string, unknown>>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, raw] of Object.entries(headers)) {
@@ -199,10 +355,33 @@ function flatHeaders(headers: Readonly<Record<string, unknown>>): Record<string,
   return out;
 }
 
-/** Receives OTLP/HTTP with protobuf bodies on any path, as a collector does on /v1/traces. */
-export async function startHttpReceiver(): Promise<OtlpReceiver> {
+/** What a receiver holds, filled as exports arrive. */
+function received() {
   const spans: ReceivedSpan[] = [];
+  const metricExports: ReceivedMetric[][] = [];
   const exports: ReceivedExport[] = [];
+  return {
+    spans,
+    metricExports,
+    exports,
+    /** Keeps one export's content, and encodes the answer of its service. */
+    take(signal: 'traces' | 'metrics', body: Uint8Array): Uint8Array {
+      if (signal === 'metrics') {
+        metricExports.push(decodeMetrics(body));
+        return exportMetricsResponse.encode(exportMetricsResponse.fromObject({})).finish();
+      }
+      spans.push(...decodeSpans(body));
+      return exportResponse.encode(exportResponse.fromObject({})).finish();
+    },
+  };
+}
+
+/**
+ * Receives OTLP/HTTP with protobuf bodies: metrics on a path that ends in /metrics, as a
+ * collector's /v1/metrics does, and spans on any other.
+ */
+export async function startHttpReceiver(): Promise<OtlpReceiver> {
+  const { take, ...held } = received();
   const server = createHttpServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -214,9 +393,9 @@ export async function startHttpReceiver(): Promise<OtlpReceiver> {
         response.writeHead(415).end();
         return;
       }
-      exports.push({ path: request.url ?? '', headers: flatHeaders(request.headers) });
-      spans.push(...decodeSpans(Buffer.concat(chunks)));
-      const body = exportResponse.encode(exportResponse.fromObject({})).finish();
+      const path = request.url ?? '';
+      held.exports.push({ path, headers: flatHeaders(request.headers) });
+      const body = take(/\/metrics$/.test(path) ? 'metrics' : 'traces', Buffer.concat(chunks));
       response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(body);
     });
   });
@@ -224,8 +403,7 @@ export async function startHttpReceiver(): Promise<OtlpReceiver> {
   const { port } = server.address() as { port: number };
   return {
     endpoint: `http://127.0.0.1:${port}`,
-    spans,
-    exports,
+    ...held,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();
@@ -234,34 +412,40 @@ export async function startHttpReceiver(): Promise<OtlpReceiver> {
   };
 }
 
-const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
+const EXPORT_PATHS = {
+  traces: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
+  metrics: '/opentelemetry.proto.collector.metrics.v1.MetricsService/Export',
+} as const;
 
-/** Receives OTLP/gRPC: opentelemetry.proto.collector.trace.v1.TraceService/Export. */
+/** Receives OTLP/gRPC: TraceService/Export and MetricsService/Export. */
 export async function startGrpcReceiver(): Promise<OtlpReceiver> {
-  const spans: ReceivedSpan[] = [];
-  const exports: ReceivedExport[] = [];
+  const { take, ...held } = received();
   const server = new grpc.Server();
-  server.addService(
-    {
-      Export: {
-        path: EXPORT_PATH,
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: (bytes: Buffer) => bytes,
-        requestDeserialize: (bytes: Buffer) => bytes,
-        responseSerialize: (message: object) =>
-          Buffer.from(exportResponse.encode(exportResponse.fromObject(message)).finish()),
-        responseDeserialize: (bytes: Buffer) => bytes,
+  for (const signal of ['traces', 'metrics'] as const) {
+    const path = EXPORT_PATHS[signal];
+    server.addService(
+      {
+        Export: {
+          path,
+          requestStream: false,
+          responseStream: false,
+          requestSerialize: (bytes: Buffer) => bytes,
+          requestDeserialize: (bytes: Buffer) => bytes,
+          responseSerialize: (bytes: Uint8Array) => Buffer.from(bytes),
+          responseDeserialize: (bytes: Buffer) => bytes,
+        },
       },
-    },
-    {
-      Export(call: grpc.ServerUnaryCall<Buffer, object>, callback: grpc.sendUnaryData<object>) {
-        exports.push({ path: EXPORT_PATH, headers: flatHeaders(call.metadata.toJSON()) });
-        spans.push(...decodeSpans(call.request));
-        callback(null, {});
+      {
+        Export(
+          call: grpc.ServerUnaryCall<Buffer, Uint8Array>,
+          callback: grpc.sendUnaryData<Uint8Array>,
+        ) {
+          held.exports.push({ path, headers: flatHeaders(call.metadata.toJSON()) });
+          callback(null, take(signal, call.request));
+        },
       },
-    },
-  );
+    );
+  }
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) =>
       error ? reject(error) : resolve(bound),
@@ -269,8 +453,7 @@ export async function startGrpcReceiver(): Promise<OtlpReceiver> {
   );
   return {
     endpoint: `http://127.0.0.1:${port}`,
-    spans,
-    exports,
+    ...held,
     close: () =>
       new Promise((resolve) => {
         server.tryShutdown(() => resolve());

@@ -54,6 +54,12 @@ describe('readSettings', () => {
         serviceInstanceId: undefined,
         samplingRate: 1,
       },
+      metricsExport: {
+        enabled: false,
+        protocol: 'http/protobuf',
+        intervalMs: 60_000,
+        timeoutMs: 30_000,
+      },
       configFiles: [],
       help: false,
       env,
@@ -535,6 +541,42 @@ describe('readSettings: tracing', () => {
       { TRACING_ENABLED: 'true', OTEL_EXPORTER_OTLP_TRACES_HEADERS: '=token' },
       'OTEL_EXPORTER_OTLP_TRACES_HEADERS: must be key=value pairs separated by commas; pair 1 is not',
     ],
+    [
+      { OTEL_METRICS_EXPORTER: 'prometheus' },
+      'OTEL_METRICS_EXPORTER: must be one of none, otlp, got "prometheus"',
+    ],
+    [
+      { OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
+      'OTEL_EXPORTER_OTLP_PROTOCOL: must be one of http/protobuf, grpc, got "http/json"',
+    ],
+    [
+      {
+        OTEL_METRICS_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http',
+      },
+      'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: must be one of http/protobuf, grpc, got "http"',
+    ],
+    [
+      { OTEL_METRICS_EXPORTER: 'otlp', OTEL_METRIC_EXPORT_INTERVAL: '10s' },
+      'OTEL_METRIC_EXPORT_INTERVAL: must be a whole number of milliseconds, 1 or more, got "10s"',
+    ],
+    [
+      {
+        OTEL_METRICS_EXPORTER: 'otlp',
+        OTEL_METRIC_EXPORT_INTERVAL: '1000',
+        OTEL_METRIC_EXPORT_TIMEOUT: '5000',
+      },
+      'OTEL_METRIC_EXPORT_TIMEOUT: must be at most OTEL_METRIC_EXPORT_INTERVAL (1000), got 5000',
+    ],
+    [
+      { OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'collector:4318' },
+      'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: must be an http:// or https:// URL, got "collector:4318"',
+    ],
+    [
+      { OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_HEADERS: 'token' },
+      'OTEL_EXPORTER_OTLP_METRICS_HEADERS: must be key=value pairs separated by commas; pair 1 is not',
+    ],
   ])('refuses %j', (env, message) => {
     const error = refusal(env);
     expect(error.message).toBe(message);
@@ -543,6 +585,29 @@ describe('readSettings: tracing', () => {
 
   it('leaves the OTEL_ variables to others while tracing is off', () => {
     expect(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }).tracing.enabled).toBe(false);
+  });
+
+  it('exports metrics over OTLP only when OTEL_METRICS_EXPORTER says otlp', () => {
+    const shared = { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_METRIC_EXPORT_INTERVAL: '10000' };
+    expect(settings(shared).metricsExport.enabled).toBe(false);
+    expect(settings({ ...shared, OTEL_METRICS_EXPORTER: 'none' }).metricsExport.enabled).toBe(
+      false,
+    );
+    // A shorter interval brings the timeout down with it, as the SDK's default does.
+    expect(settings({ ...shared, OTEL_METRICS_EXPORTER: 'OTLP' }).metricsExport).toEqual({
+      enabled: true,
+      protocol: 'grpc',
+      intervalMs: 10_000,
+      timeoutMs: 10_000,
+    });
+    expect(
+      settings({
+        ...shared,
+        OTEL_METRICS_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/protobuf',
+        OTEL_METRIC_EXPORT_TIMEOUT: '2500',
+      }).metricsExport,
+    ).toEqual({ enabled: true, protocol: 'http/protobuf', intervalMs: 10_000, timeoutMs: 2500 });
   });
 
   it('masks the credentials of an endpoint it refuses', () => {
@@ -580,5 +645,11 @@ describe("envoyproxy/ratelimit's variables sentinel-rls does not read", () => {
     const env = { TRACING_SAMPLING_RATE: '0.1', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4318' };
     expect(ignoredVariables(env)).toEqual(['OTEL_EXPORTER_OTLP_ENDPOINT']);
     expect(ignoredVariables({ ...env, TRACING_ENABLED: 'true' })).toEqual([]);
+  });
+
+  it('reads the OTEL_ ones with metric export on, and OTEL_METRICS_EXPORTER always', () => {
+    const env = { OTEL_METRICS_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4318' };
+    expect(ignoredVariables(env)).toEqual(['OTEL_EXPORTER_OTLP_ENDPOINT']);
+    expect(ignoredVariables({ ...env, OTEL_METRICS_EXPORTER: 'otlp' })).toEqual([]);
   });
 });

@@ -65,8 +65,14 @@ export {
 export {
   type DescriptorOutcome,
   type RequestMethod,
+  type RlsCounts,
   RlsMetrics,
   type RlsMetricsOptions,
+  STAT_HELP,
+  STATS,
+  type Stat,
+  type StatAttributes,
+  TIME_BUCKETS,
 } from './metrics.ts';
 export {
   type RateLimitService,
@@ -80,6 +86,10 @@ export {
   ignoredVariables,
   LOG_LEVELS,
   type LogLevel,
+  METRICS_EXPORTERS,
+  METRICS_PROTOCOLS,
+  type MetricsExportSettings,
+  type MetricsProtocol,
   type RedisCredentials,
   type RedisSentinelSettings,
   type RedisServerSettings,

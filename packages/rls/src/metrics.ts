@@ -32,10 +32,16 @@ export interface RlsMetricsOptions {
 }
 
 /** The per-limit counters, by their name upstream's statistic paths end in. */
-const STATS = ['total_hits', 'over_limit', 'near_limit', 'within_limit', 'shadow_mode'] as const;
-type Stat = (typeof STATS)[number];
+export const STATS = [
+  'total_hits',
+  'over_limit',
+  'near_limit',
+  'within_limit',
+  'shadow_mode',
+] as const;
+export type Stat = (typeof STATS)[number];
 
-const STAT_HELP: Readonly<Record<Stat, string>> = {
+export const STAT_HELP: Readonly<Record<Stat, string>> = {
   total_hits: 'Hits of each limit: the sum of hits_addend.',
   over_limit: 'Hits over the limit.',
   near_limit: 'Hits past NEAR_LIMIT_RATIO of the limit but not over it.',
@@ -43,17 +49,41 @@ const STAT_HELP: Readonly<Record<Stat, string>> = {
   shadow_mode: 'Hits over a shadow_mode limit, which answered OK.',
 };
 
+/**
+ * A series' labels as attributes: `domain`, `key1` and, for a deeper stat key, `key2`; or
+ * `overflow` alone for the series past `maxSeries`.
+ */
+export type StatAttributes =
+  | { readonly domain: string; readonly key1: string; readonly key2?: string }
+  | { readonly overflow: true };
+
 /** One series: its labels, written once, and a count per statistic. */
 interface Series {
   readonly labels: string;
+  readonly attributes: StatAttributes;
   readonly counts: Record<Stat, number>;
+}
+
+/** Every count as it stands, for a reader other than {@link RlsMetrics.render}. */
+export interface RlsCounts {
+  readonly series: ReadonlyArray<{
+    readonly attributes: StatAttributes;
+    readonly counts: Readonly<Record<Stat, number>>;
+  }>;
+  /** Requests served, by method. */
+  readonly requests: ReadonlyArray<readonly [RequestMethod, number]>;
+  readonly serviceErrors: number;
+  readonly storeErrors: number;
+  readonly globalShadowMode: number;
 }
 
 /**
  * Response time buckets in seconds. Finer than a statsd exporter's default (5 ms up): a
  * decision's Redis call has a 50 ms deadline, so the interesting spread is below it.
  */
-const TIME_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+export const TIME_BUCKETS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+];
 
 interface Timing {
   count: number;
@@ -75,22 +105,27 @@ function sanitize(statKey: string): string {
 }
 
 /**
- * A stat key's labels as upstream's Prometheus mapping gives them: `domain`, then `key1` and
- * `key2` for the next two dot-separated parts. Deeper parts are dropped there, and their hits
- * add up in the series of the first three parts, here as well.
- */
-/**
  * A label's value at most: under `detailed_metric` a value is whatever the request carried, and
  * 10,000 series of header-sized labels would hold gigabytes.
  */
 const MAX_LABEL = 256;
 
-function labelsOf(statKey: string): string {
+/**
+ * A stat key's labels as upstream's Prometheus mapping gives them: `domain`, then `key1` and
+ * `key2` for the next two dot-separated parts. Deeper parts are dropped there, and their hits
+ * add up in the series of the first three parts, here as well.
+ */
+function attributesOf(statKey: string): StatAttributes {
   const [domain = '', key1 = '', key2] = sanitize(statKey)
     .split('.', 3)
     .map((part) => part.slice(0, MAX_LABEL));
-  const labels = `domain="${labelValue(domain)}",key1="${labelValue(key1)}"`;
-  return key2 === undefined ? labels : `${labels},key2="${labelValue(key2)}"`;
+  return key2 === undefined ? { domain, key1 } : { domain, key1, key2 };
+}
+
+function labelsOf(attributes: StatAttributes): string {
+  return Object.entries(attributes)
+    .map(([name, value]) => `${name}="${labelValue(String(value))}"`)
+    .join(',');
 }
 
 function zeroCounts(): Record<Stat, number> {
@@ -113,12 +148,17 @@ export class RlsMetrics {
   readonly #series = new Map<string, Series>();
   /** Stat keys to their series: several keys may name one (their labels sanitised alike). */
   readonly #byStatKey = new Map<string, Series>();
-  readonly #overflow: Series = { labels: 'overflow="true"', counts: zeroCounts() };
+  readonly #overflow: Series = {
+    labels: 'overflow="true"',
+    attributes: { overflow: true },
+    counts: zeroCounts(),
+  };
   #overflowed = false;
   readonly #timings = new Map<RequestMethod, Timing>();
   #storeErrors = 0;
   #serviceErrors = 0;
   #globalShadowMode = 0;
+  readonly #requestListeners: Array<(method: RequestMethod, seconds: number) => void> = [];
 
   constructor({ nearLimitRatio = 0.8, maxSeries = 10_000 }: RlsMetricsOptions = {}) {
     if (!(nearLimitRatio >= 0 && nearLimitRatio <= 1)) {
@@ -137,14 +177,15 @@ export class RlsMetrics {
     // By the stat key first: the labels are parsed out of it once, not on every call.
     const known = this.#byStatKey.get(statKey);
     if (known !== undefined) return known;
-    const labels = labelsOf(statKey);
+    const attributes = attributesOf(statKey);
+    const labels = labelsOf(attributes);
     let series = this.#series.get(labels);
     if (series === undefined) {
       if (this.#series.size >= this.#maxSeries) {
         this.#overflowed = true;
         return this.#overflow;
       }
-      series = { labels, counts: zeroCounts() };
+      series = { labels, attributes, counts: zeroCounts() };
       this.#series.set(labels, series);
     }
     // Bounded too: keys that sanitise alike could otherwise grow it without end.
@@ -205,6 +246,25 @@ export class RlsMetrics {
     timing.sum += seconds;
     const bucket = TIME_BUCKETS.findIndex((le) => seconds <= le);
     if (bucket !== -1) (timing.buckets[bucket] as number)++;
+    for (const listener of this.#requestListeners) listener(method, seconds);
+  }
+
+  /** Calls `listener` with each request served, after counting it. */
+  onRequest(listener: (method: RequestMethod, seconds: number) => void): void {
+    this.#requestListeners.push(listener);
+  }
+
+  /** Every count as it stands: the series, requests by method, and the errors. */
+  counts(): RlsCounts {
+    const series = [...this.#series.values()];
+    if (this.#overflowed) series.push(this.#overflow);
+    return {
+      series,
+      requests: [...this.#timings].map(([method, timing]) => [method, timing.count] as const),
+      serviceErrors: this.#serviceErrors,
+      storeErrors: this.#storeErrors,
+      globalShadowMode: this.#globalShadowMode,
+    };
   }
 
   /** Every counter in the Prometheus text format 0.0.4. */

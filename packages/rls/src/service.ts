@@ -23,7 +23,7 @@ import { startHttpServer } from './http/http-server.ts';
 import { type Logger, logger } from './logger.ts';
 import { RlsMetrics } from './metrics.ts';
 import { ignoredVariables, type RedisSettings, type Settings } from './settings.ts';
-import type { Tracing } from './tracing.ts';
+import type { Telemetry } from './telemetry.ts';
 import type { RateLimitConfig, RequestDescriptor } from './types.ts';
 import { UNIT_SECONDS } from './types.ts';
 
@@ -68,11 +68,13 @@ export async function startRateLimitService(
   if (client === undefined) {
     log.warn('REDIS_URL is not set: limits are counted in this process only, on the memory store');
   }
-  // Imported only when on: the SDK and its exporter stay unloaded otherwise.
-  const tracing: Tracing | undefined = settings.tracing.enabled
-    ? await (await import('./tracing.ts')).startTracing(settings.tracing, log)
-    : undefined;
   const metrics = new RlsMetrics({ nearLimitRatio: settings.nearLimitRatio });
+  // Imported only when on: the SDK and its exporters stay unloaded otherwise.
+  const telemetry: Telemetry | undefined =
+    settings.tracing.enabled || settings.metricsExport.enabled
+      ? await (await import('./telemetry.ts')).startTelemetry(settings, metrics, log)
+      : undefined;
+  const tracing = telemetry?.tracing;
   const limiter: Limiter = createLimiter({
     ...(client !== undefined && { redis: client }),
     ...(client !== undefined && { timeout: settings.redisTimeoutMs }),
@@ -82,8 +84,9 @@ export async function startRateLimitService(
     window: '1s',
     onStoreError: settings.failureMode === 'closed' ? 'deny' : 'allow',
     onError: (error) => log.warn(`store: ${error.message}`),
-    // With tracing on, each decision goes on the execution span, each Redis call beneath it.
-    ...(tracing !== undefined && { openTelemetry: true }),
+    // Each decision goes on the execution span, each Redis call beneath it, and the limiter's
+    // sentinel.* instruments are exported with the service's.
+    ...(telemetry !== undefined && { openTelemetry: true }),
   });
   const decider = new Decider({
     limiter,
@@ -196,8 +199,9 @@ export async function startRateLimitService(
         await limiter.close();
         await client?.quit();
       } finally {
-        // Last, and even when Redis fails to quit: the spans of the last calls are exported.
-        await tracing?.shutdown();
+        // Last, and even when Redis fails to quit: the spans and counts of the last calls are
+        // exported.
+        await telemetry?.shutdown();
       }
     },
   };

@@ -81,6 +81,8 @@ export interface Settings {
   readonly logLevel: LogLevel;
   /** `TRACING_*`: spans over OTLP, as envoyproxy/ratelimit exports them. */
   readonly tracing: TracingSettings;
+  /** `OTEL_METRICS_EXPORTER` and its kin: the statistics over OTLP as well as at /metrics. */
+  readonly metricsExport: MetricsExportSettings;
   /** Every `--config FILE`, in order. */
   readonly configFiles: readonly string[];
   /** `--help` or `-h`: print {@link HELP} and exit. */
@@ -416,6 +418,7 @@ export function readSettings(env: NodeJS.ProcessEnv, argv: readonly string[]): S
     },
     logLevel: logLevel(vars),
     tracing: tracingSettings(vars),
+    metricsExport: metricsExportSettings(vars),
     configFiles,
     help,
     env,
@@ -471,11 +474,17 @@ Environment, as envoyproxy/ratelimit reads it:
   TRACING_SERVICE_INSTANCE_ID     Their service.instance.id. Default: a random UUID
   TRACING_SAMPLING_RATE           Share of traces sampled, 0 to 1, where the caller has not
                                   decided. Default 1
-  OTEL_EXPORTER_OTLP_ENDPOINT     Where spans go, with tracing on. Default
-                                  http://localhost:4318 (http) or http://localhost:4317 (grpc)
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, the other
-  OTEL_EXPORTER_OTLP_* and OTEL_RESOURCE_ATTRIBUTES are read as the OpenTelemetry SDK
-  reads them, with tracing on.
+  OTEL_EXPORTER_OTLP_ENDPOINT     Where spans and metrics go. Default
+                                  http://localhost:4318 (HTTP) or http://localhost:4317 (gRPC)
+  OTEL_METRICS_EXPORTER           otlp: export the statistics over OTLP too, as well as
+                                  serving them at /metrics. Default none
+  OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL
+                                  http/protobuf or grpc, for metrics. Default http/protobuf
+  OTEL_METRIC_EXPORT_INTERVAL     Milliseconds between metric exports. Default 60000
+  OTEL_METRIC_EXPORT_TIMEOUT      Milliseconds one metric export may take. Default 30000
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, the
+  OTEL_EXPORTER_OTLP_*_HEADERS, the other OTEL_EXPORTER_OTLP_* and OTEL_RESOURCE_ATTRIBUTES
+  are read as the OpenTelemetry SDK reads them, with tracing or metric export on.
 
 Sentinel's own:
   RESPONSE_HEADERS                draft (RateLimit-Policy and RateLimit, IETF draft 11) or
@@ -496,7 +505,7 @@ Booleans are read as Go reads them: 1, t, T, TRUE, true, True, 0, f, F, FALSE, f
 export function ignoredVariables(env: NodeJS.ProcessEnv): string[] {
   return Object.keys(env)
     .filter(
-      (name) => IGNORED.test(name) && !readByTracing(env, name) && read(env, name) !== undefined,
+      (name) => IGNORED.test(name) && !readByTelemetry(env, name) && read(env, name) !== undefined,
     )
     .sort();
 }
@@ -528,8 +537,13 @@ export interface TracingSettings {
 
 /** The OTLP exporter's endpoints: a bad one would only be heard of at the first export. */
 const OTLP_ENDPOINTS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
+const OTLP_METRICS_ENDPOINTS = [
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT',
+];
 /** Its headers, `key=value,key=value`: the exporter skips a malformed pair without a word. */
 const OTLP_HEADERS = ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'];
+const OTLP_METRICS_HEADERS = ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_METRICS_HEADERS'];
 
 function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings {
   const enabled = bool(env, 'TRACING_ENABLED');
@@ -572,9 +586,63 @@ function otlpHeaders(env: NodeJS.ProcessEnv, name: string): void {
   }
 }
 
-/** TRACING_* are read always; OTEL_* are the exporter's, and read only when tracing is on. */
-function readByTracing(env: NodeJS.ProcessEnv, name: string): boolean {
-  if (name.startsWith('TRACING_')) return true;
-  const enabled = read(env, 'TRACING_ENABLED');
-  return name.startsWith('OTEL_') && enabled !== undefined && parseGoBool(enabled) === true;
+/**
+ * TRACING_* and OTEL_METRICS_EXPORTER are read always; the other OTEL_* are the exporters', and
+ * read only when one of them is on.
+ */
+function readByTelemetry(env: NodeJS.ProcessEnv, name: string): boolean {
+  if (name.startsWith('TRACING_') || name === 'OTEL_METRICS_EXPORTER') return true;
+  if (!name.startsWith('OTEL_')) return false;
+  const tracing = read(env, 'TRACING_ENABLED');
+  return (
+    (tracing !== undefined && parseGoBool(tracing) === true) ||
+    read(env, 'OTEL_METRICS_EXPORTER')?.toLowerCase() === 'otlp'
+  );
+}
+
+// Metrics over OTLP. Upstream exports its statistics to statsd or Prometheus only; here they go
+// over OTLP as well when the standard OTEL_METRICS_EXPORTER asks, under upstream's names.
+
+/** What `OTEL_METRICS_EXPORTER` takes. Unset means none: /metrics serves them already. */
+export const METRICS_EXPORTERS = ['none', 'otlp'] as const;
+/** The OTLP protocols metrics are sent over: protobuf over HTTP, or gRPC. */
+export const METRICS_PROTOCOLS = ['http/protobuf', 'grpc'] as const;
+export type MetricsProtocol = (typeof METRICS_PROTOCOLS)[number];
+
+export interface MetricsExportSettings {
+  /** `OTEL_METRICS_EXPORTER` is `otlp`. @default false */
+  readonly enabled: boolean;
+  /** `OTEL_EXPORTER_OTLP_METRICS_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`. @default 'http/protobuf' */
+  readonly protocol: MetricsProtocol;
+  /** `OTEL_METRIC_EXPORT_INTERVAL`. @default 60000 */
+  readonly intervalMs: number;
+  /** `OTEL_METRIC_EXPORT_TIMEOUT`: at most the interval, as the SDK requires. @default 30000 */
+  readonly timeoutMs: number;
+}
+
+function metricsExportSettings(env: NodeJS.ProcessEnv): MetricsExportSettings {
+  if (oneOf(env, 'OTEL_METRICS_EXPORTER', METRICS_EXPORTERS, 'none') === 'none') {
+    // The rest is not read: a trace-only setup may set the shared variables to anything.
+    return { enabled: false, protocol: 'http/protobuf', intervalMs: 60_000, timeoutMs: 30_000 };
+  }
+  for (const name of OTLP_METRICS_ENDPOINTS) otlpEndpoint(env, name);
+  for (const name of OTLP_METRICS_HEADERS) otlpHeaders(env, name);
+  const protocolVariable =
+    read(env, 'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL') === undefined
+      ? 'OTEL_EXPORTER_OTLP_PROTOCOL'
+      : 'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL';
+  const intervalMs = milliseconds(env, 'OTEL_METRIC_EXPORT_INTERVAL', 60_000);
+  const timeoutMs = milliseconds(env, 'OTEL_METRIC_EXPORT_TIMEOUT', Math.min(30_000, intervalMs));
+  if (timeoutMs > intervalMs) {
+    throw new SettingsError(
+      'OTEL_METRIC_EXPORT_TIMEOUT',
+      `must be at most OTEL_METRIC_EXPORT_INTERVAL (${intervalMs}), got ${timeoutMs}`,
+    );
+  }
+  return {
+    enabled: true,
+    protocol: oneOf(env, protocolVariable, METRICS_PROTOCOLS, 'http/protobuf'),
+    intervalMs,
+    timeoutMs,
+  };
 }

@@ -1,15 +1,13 @@
-// Traces over OTLP, as envoyproxy/ratelimit exports them with TRACING_ENABLED: its resource, its
-// parent-based ratio sampler, its propagators and its spans. The service imports this module only
-// when tracing is on, so that a service without it loads no SDK.
-import { randomUUID } from 'node:crypto';
-import { DiagLogLevel, diag, type Tracer } from '@opentelemetry/api';
+// Traces over OTLP, as envoyproxy/ratelimit exports them with TRACING_ENABLED: its parent-based
+// ratio sampler, its propagators and its spans. Loaded only through telemetry.ts.
+import type { Tracer } from '@opentelemetry/api';
 import {
   CompositePropagator,
   W3CBaggagePropagator,
   W3CTraceContextPropagator,
 } from '@opentelemetry/core';
 import { B3Propagator } from '@opentelemetry/propagator-b3';
-import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import type { Resource } from '@opentelemetry/resources';
 import {
   BatchSpanProcessor,
   ParentBasedSampler,
@@ -25,46 +23,28 @@ import type { TracingProtocol, TracingSettings } from './settings.ts';
 
 /** The span upstream's service opens in ShouldRateLimit, for gRPC and /json calls alike. */
 export const EXECUTION_SPAN_NAME = 'ShouldRateLimit Execution';
-/** How long a shutdown waits for the last spans to be exported, as upstream's runner waits. */
-const SHUTDOWN_TIMEOUT_MS = 5000;
-
 export interface Tracing {
   /** The gRPC server span of each ShouldRateLimit. */
   readonly traceCall: TraceCall;
   /** Runs one decision in the execution span, active so that the store's spans are its children. */
   execution<T>(request: RateLimitRequestMessage, decide: () => Promise<T>): Promise<T>;
-  /** Exports the spans still held, within 5 s, and stops. */
+  /** Exports the spans still held, and stops. */
   shutdown(): Promise<void>;
 }
 
 /**
- * Starts the SDK and registers it globally: @sentinel/core's spans, made through
+ * Starts the tracer provider and registers it globally: @sentinel/core's spans, made through
  * @opentelemetry/api, join the traces of the service's own. The exporter reads
  * OTEL_EXPORTER_OTLP_* from process.env, as the OpenTelemetry SDK does everywhere.
  */
-export async function startTracing(settings: TracingSettings, log: Logger): Promise<Tracing> {
-  diag.setLogger(
-    {
-      error: (message) => log.warn(`tracing: ${message}`),
-      warn: (message) => log.warn(`tracing: ${message}`),
-      info: () => {},
-      debug: () => {},
-      verbose: () => {},
-    },
-    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
-  );
-  const serviceInstanceId = settings.serviceInstanceId ?? randomUUID();
+export async function startTracing(
+  settings: TracingSettings,
+  resource: Resource,
+  version: string,
+  log: Logger,
+): Promise<Tracing> {
   const provider = new NodeTracerProvider({
-    // OTEL_RESOURCE_ATTRIBUTES may add attributes; the service's own are TRACING_*'s.
-    resource: detectResources({ detectors: [envDetector] }).merge(
-      resourceFromAttributes({
-        'service.name': settings.serviceName,
-        ...(settings.serviceNamespace !== undefined && {
-          'service.namespace': settings.serviceNamespace,
-        }),
-        'service.instance.id': serviceInstanceId,
-      }),
-    ),
+    resource,
     // A caller's decision stands; a trace that starts here is kept at the rate.
     sampler: new ParentBasedSampler({
       root: new TraceIdRatioBasedSampler(settings.samplingRate),
@@ -80,20 +60,12 @@ export async function startTracing(settings: TracingSettings, log: Logger): Prom
       ],
     }),
   });
-  log.info(
-    `tracing to OTLP over ${settings.protocol}: service ${settings.serviceName}, instance ${serviceInstanceId}, sampling rate ${settings.samplingRate}`,
-  );
-  const tracer = provider.getTracer('@sentinel/rls');
-  let stopping: Promise<void> | undefined;
+  log.info(`tracing to OTLP over ${settings.protocol}: sampling rate ${settings.samplingRate}`);
+  const tracer = provider.getTracer('@sentinel/rls', version);
   return {
     traceCall: serverSpan(tracer),
     execution: (request, decide) => inExecutionSpan(tracer, request, decide),
-    shutdown() {
-      stopping ??= withTimeout(provider.shutdown(), SHUTDOWN_TIMEOUT_MS).catch((error: unknown) =>
-        log.warn(`tracing: the last spans were not exported: ${String(error)}`),
-      );
-      return stopping;
-    },
+    shutdown: () => provider.shutdown(),
   };
 }
 
@@ -124,12 +96,4 @@ function inExecutionSpan<T>(
       span.end();
     }
   });
-}
-
-function withTimeout(promise: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
