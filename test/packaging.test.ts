@@ -405,9 +405,11 @@ describe('the packed packages', () => {
       join(consumer, 'ratelimit.yaml'),
       'domain: api\ndescriptors:\n  - key: tenant\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n',
     );
+    // A process group of its own: npx does not pass SIGTERM on to the service it started.
     const child = spawn('npx', ['--no-install', 'sentinel-rls', '--config', 'ratelimit.yaml'], {
       cwd: consumer,
       env: { ...process.env, GRPC_PORT: '0', PORT: '0', REDIS_URL: '' },
+      detached: true,
     });
     try {
       const ready = await new Promise<string>((resolve, reject) => {
@@ -429,7 +431,11 @@ describe('the packed packages', () => {
         }).then((r) => r.status);
       expect([await ask(), await ask()]).toEqual([200, 429]);
     } finally {
-      child.kill('SIGTERM');
+      try {
+        process.kill(-(child.pid as number), 'SIGTERM');
+      } catch {
+        // Gone already.
+      }
     }
   });
 
