@@ -270,20 +270,24 @@ export class Telemetry {
         // By result alone: the SDK hashes a record's attributes, at a cost that grows with them.
         instruments.duration.record((performance.now() - started) / 1000, RESULTS[result]);
       }
-      if (recording)
-        this.#annotate(span as Api.Span, decision, this.#attributesOf(decision, result));
+      if (recording) this.#annotate(span as Api.Span, decision, result);
       return decision;
     });
   }
 
-  #annotate(span: Api.Span, decision: Decision, attributes: Api.Attributes): void {
+  #annotate(span: Api.Span, decision: Decision, result: DecisionResult): void {
+    // Property by property: spreading the attribute set into a new object was 5% of a decision's
+    // time with an SDK, more than the SDK's own work on the span.
     const event: Api.Attributes = {
-      ...attributes,
+      'sentinel.result': result,
+      'sentinel.policy': decision.policy,
+      'sentinel.algorithm': algorithmOf(decision),
       'sentinel.limit': decision.limit,
       'sentinel.remaining': decision.remaining,
       'sentinel.reset': decision.resetMs / 1000,
-      ...(decision.retryAfterMs > 0 && { 'sentinel.retry_after': decision.retryAfterMs / 1000 }),
     };
+    if (decision.tier !== undefined) event['sentinel.tier'] = decision.tier;
+    if (decision.retryAfterMs > 0) event['sentinel.retry_after'] = decision.retryAfterMs / 1000;
     span.setAttributes(event);
     span.addEvent('sentinel.decision', event);
     if (decision.degraded === undefined) return;
@@ -351,7 +355,9 @@ export class Telemetry {
     // No context manager, or no span: the usual case without an SDK.
     if (context === api.ROOT_CONTEXT) return undefined;
     const parent = api.trace.getSpanContext(context);
-    if (parent === undefined || !api.trace.isSpanContextValid(parent)) return undefined;
+    // The invalid context's ID, not isSpanContextValid's hex scan of both IDs per call: what
+    // sits in a context came through the SDK or a propagator, which checked it.
+    if (parent === undefined || parent.traceId === api.INVALID_TRACEID) return undefined;
     return { tracer: this.storeTracer, context };
   }
 
