@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { TIME_BUCKETS } from '@sentinel/rls';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseExposition, type Sample } from './exposition.ts';
+import { parseExposition } from './exposition.ts';
 import { type RlsClient, rlsClient } from './grpc-client.ts';
 import {
   type OtlpReceiver,
@@ -103,7 +103,7 @@ describe.each(['http/protobuf', 'grpc'] as const)(
       await rls?.stop();
       const metrics = lastExport(held);
       const samples = parseExposition(text);
-      const sample = (name: string, labels: Record<string, string> = {}): Sample['value'] => {
+      const sample = (name: string, labels: Record<string, string> = {}): number => {
         const key = JSON.stringify(Object.entries(labels).sort());
         const found = samples.find(
           (s) => s.name === name && JSON.stringify(Object.entries(s.labels).sort()) === key,

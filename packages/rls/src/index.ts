@@ -68,7 +68,6 @@ export {
   type RlsCounts,
   RlsMetrics,
   type RlsMetricsOptions,
-  STAT_HELP,
   STATS,
   type Stat,
   type StatAttributes,

@@ -106,7 +106,7 @@ function observe(meter: Meter, metrics: RlsMetrics): void {
   const responseTime = meter.createHistogram('ratelimit_server.response_time', {
     description: 'Time to answer a request, by grpc_method.',
     unit: 's',
-    advice: { explicitBucketBoundaries: TIME_BUCKETS },
+    advice: { explicitBucketBoundaries: [...TIME_BUCKETS] },
   });
   metrics.onRequest((method, seconds) => responseTime.record(seconds, { grpc_method: method }));
 }

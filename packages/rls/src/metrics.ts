@@ -81,7 +81,7 @@ export interface RlsCounts {
  * Response time buckets in seconds. Finer than a statsd exporter's default (5 ms up): a
  * decision's Redis call has a 50 ms deadline, so the interesting spread is below it.
  */
-export const TIME_BUCKETS = [
+export const TIME_BUCKETS: readonly number[] = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
 ];
 

@@ -23,6 +23,7 @@ import type { TracingProtocol, TracingSettings } from './settings.ts';
 
 /** The span upstream's service opens in ShouldRateLimit, for gRPC and /json calls alike. */
 export const EXECUTION_SPAN_NAME = 'ShouldRateLimit Execution';
+
 export interface Tracing {
   /** The gRPC server span of each ShouldRateLimit. */
   readonly traceCall: TraceCall;
