@@ -3,7 +3,7 @@
 // src/shared/lua-constants.generated.ts. With --check it only verifies that both committed modules
 // are current, and fails if either is stale.
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -188,5 +188,14 @@ if (process.argv.includes('--check')) {
   if (stale.length > 0) process.exit(1);
   console.log(`${generated.map(([path]) => shown(path)).join(' and ')} match lua/*.lua`);
 } else {
-  for (const [path, code] of generated) writeFileSync(path, code);
+  // Every build runs this, and so does each pack of @sentinel/core (prepack), while tests may be
+  // importing these modules: a file truncated and then written can be read half-written, and
+  // its exports come out undefined. So an unchanged module is left alone, and a changed one is
+  // swapped in whole by a rename.
+  for (const [path, code] of generated) {
+    if (existsSync(path) && readFileSync(path, 'utf8') === code) continue;
+    const temporary = `${path}.${process.pid}.tmp`;
+    writeFileSync(temporary, code);
+    renameSync(temporary, path);
+  }
 }
