@@ -174,14 +174,15 @@ const generated = [
   [targets.constants, constants],
 ];
 const shown = (path) => path.slice(join(root, 'packages/core/').length);
+// The modules whose committed text differs from what the scripts compile to.
+const stale = generated.filter(([path, code]) => {
+  try {
+    return readFileSync(path, 'utf8') !== code;
+  } catch {
+    return true;
+  }
+});
 if (process.argv.includes('--check')) {
-  const stale = generated.filter(([path, code]) => {
-    try {
-      return readFileSync(path, 'utf8') !== code;
-    } catch {
-      return true;
-    }
-  });
   for (const [path] of stale) {
     console.error(`${shown(path)} is stale: run \`pnpm lua:generate\` and commit the result.`);
   }
@@ -190,10 +191,9 @@ if (process.argv.includes('--check')) {
 } else {
   // Every build runs this, and so does each pack of @sentinel/core (prepack), while tests may be
   // importing these modules: a file truncated and then written can be read half-written, and
-  // its exports come out undefined. So an unchanged module is left alone, and a changed one is
-  // swapped in whole by a rename.
-  for (const [path, code] of generated) {
-    if (existsSync(path) && readFileSync(path, 'utf8') === code) continue;
+  // its exports come out undefined. So only a stale module is written, and it is swapped in whole
+  // by a rename.
+  for (const [path, code] of stale) {
     const temporary = `${path}.${process.pid}.tmp`;
     writeFileSync(temporary, code);
     renameSync(temporary, path);
