@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { awayFromWindowEdge } from '../../examples/race-demo/fleet.ts';
-import { uniquePrefix } from '../harness/clients.ts';
+import { connect, uniquePrefix } from '../harness/clients.ts';
 import { waitFor } from '../harness/wait-for.ts';
 import {
   configFile,
@@ -53,8 +53,10 @@ describe('sentinel-rls on Redis', () => {
   let client: RlsClient;
   let config: string;
   const prefix = uniquePrefix('rls');
+  let admin: ReturnType<typeof connect>;
 
   beforeAll(async () => {
+    admin = connect();
     config = configFile(CONFIG);
     rls = await startRls(['--config', config], {
       REDIS_URL: inject('redisUrl'),
@@ -69,14 +71,7 @@ describe('sentinel-rls on Redis', () => {
   });
   // Most descriptors count per minute in a fixed window: a test that met a minute's end would
   // see its earlier hits forgotten (one did, 126 ms long, in a CI run).
-  beforeEach(async () => {
-    const admin = new Redis(inject('redisUrl'));
-    try {
-      await awayFromWindowEdge(admin, 60_000);
-    } finally {
-      admin.disconnect();
-    }
-  });
+  beforeEach(() => awayFromWindowEdge(admin, 60_000));
 
   it('answers OK until the limit, then OVER_LIMIT, with the limit, what is left and the reset', async () => {
     const answers = [];
