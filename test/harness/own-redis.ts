@@ -1,6 +1,6 @@
 // Redis servers, clients and limiters a failure test owns, torn down after each test.
 import type { Redis, RedisOptions } from 'ioredis';
-import { afterEach } from 'vitest';
+import { afterEach, onTestFinished } from 'vitest';
 import {
   createLimiter,
   type Limiter,
@@ -82,6 +82,20 @@ export function owned<L extends Limiter>(limiter: L): L {
 }
 
 export { waitFor };
+
+/**
+ * A MONITOR connection duplicated from `watcher`, opened only once `watcher` and every client in
+ * `others` are ready. ioredis enters monitoring mode a microtask after MONITOR's OK, so a line
+ * for a command sent that moment (another client's ready check, say) can arrive in the same read
+ * and break the connection's queue ("Command queue state error").
+ */
+export async function monitorOnceReady(watcher: Redis, others: readonly Redis[]): Promise<Redis> {
+  await Promise.all([watcher, ...others].map((client) => client.ping()));
+  const monitor = await watcher.monitor();
+  onTestFinished(() => monitor.disconnect());
+  monitor.on('error', () => {});
+  return monitor;
+}
 
 export async function readyClient(server: RedisProcess, options: RedisOptions): Promise<Redis> {
   const client = clientOf(server.url, options);

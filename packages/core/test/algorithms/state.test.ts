@@ -1,8 +1,14 @@
 // Stored state per algorithm: Redis encodings and TTLs (time until full), idle keys vanishing, memory key lifetimes.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { connect, uniquePrefix } from '../../../../test/harness/clients.ts';
-import { clientOf, owned, ownServer, waitFor } from '../../../../test/harness/own-redis.ts';
+import {
+  clientOf,
+  monitorOnceReady,
+  owned,
+  ownServer,
+  waitFor,
+} from '../../../../test/harness/own-redis.ts';
 import {
   ALGORITHMS,
   type Algorithm,
@@ -134,14 +140,13 @@ describe.each(['fixed-window', 'sliding-window-counter'] as const)(
       const server = await ownServer();
       const redis = clientOf(server.url);
       const prefix = uniquePrefix('keep-expiry');
+      const limiterClient = clientOf(server.url);
       const limiter = owned(
-        createLimiter({ redis: clientOf(server.url), prefix, limit: 100, window: '2s', algorithm }),
+        createLimiter({ redis: limiterClient, prefix, limit: 100, window: '2s', algorithm }),
       );
       const key = `${prefix}:{client}:100-per-2s:${algorithm}`;
       const sets: string[][] = [];
-      const monitor = await redis.monitor();
-      onTestFinished(() => monitor.disconnect());
-      monitor.on('error', () => {});
+      const monitor = await monitorOnceReady(redis, [limiterClient]);
       monitor.on('monitor', (_time: string, args: string[]) => {
         if (args[0]?.toLowerCase() === 'set' && args[1] === key) sets.push(args.slice(3));
       });
@@ -197,9 +202,10 @@ describe('the expiry a write sets', () => {
     const redis = clientOf(server.url);
     const clock = manualClock();
     const prefix = uniquePrefix('margin');
+    const limiterClient = clientOf(server.url);
     const limiter = owned(
       createLimiter({
-        ...onRedis(clientOf(server.url), { clock: clock.now }),
+        ...onRedis(limiterClient, { clock: clock.now }),
         prefix,
         limit: 5,
         window: '1m',
@@ -208,9 +214,7 @@ describe('the expiry a write sets', () => {
     );
     const key = `${prefix}:{client}:5-per-1m:${algorithm}`;
     const expiries: Array<string | undefined> = [];
-    const monitor = await redis.monitor();
-    onTestFinished(() => monitor.disconnect());
-    monitor.on('error', () => {});
+    const monitor = await monitorOnceReady(redis, [limiterClient]);
     monitor.on('monitor', (_time: string, [command, target, ...rest]: string[]) => {
       if (target !== key) return;
       // SET <key> <state> PX <ms>, or the log's PEXPIRE <key> <ms>.
