@@ -27,9 +27,9 @@ async function main(): Promise<void> {
   if (!gc) throw new Error('run with node --expose-gc');
   // An application holds its limiters for its whole life, so the process's shared store outlives
   // any one of them. Without this one, closing each turn's limiter closed that store and the next
-  // turn began on a new one; once the old one's objects were collected, V8 gave the new one's
-  // fresh hidden classes, and after about six such turns the store's inline caches went
-  // megamorphic: 0.6x the decisions per second (bench/runs/2026-12-06-memory-store-lifetime.md).
+  // turn began on a new one, whose objects V8 gave hidden classes the optimized code had not seen
+  // once the old one's were collected; from about the seventh new store, Sentinel's decisions ran
+  // at 0.6x (bench/runs/2026-12-06-memory-store-lifetime.md).
   const application = createLimiter({ limit: 1, window: 1000 });
   const results: Record<string, ContenderResult[]>[] = [];
   for (const spec of JSON.parse(runs as string) as RunSpec[]) {
