@@ -39,7 +39,7 @@ export interface ContenderResult {
 }
 
 /** A contender's decision, and how to let its store go. */
-interface Contender {
+export interface Contender {
   decide(key: string): Promise<boolean>;
   close(): Promise<void> | void;
 }
@@ -188,36 +188,68 @@ export interface RunSpec {
   readonly ms: number;
 }
 
-export async function measure(
+/** Where a cycling run is in its keys, and what it has counted so far. */
+export interface Progress {
+  next: number;
+  done: number;
+  admitted: number;
+  /** Milliseconds spent deciding, over every stretch. */
+  elapsed: number;
+}
+
+/** The untimed pass of a `cycle` run that creates every key; a fresh count to go on from. */
+export async function prepare({ decide }: Contender, { keys }: RunSpec): Promise<Progress> {
+  for (let i = 0; i < keys; i++) await decide(`user-${i}`);
+  return { next: 0, done: 0, admitted: 0, elapsed: 0 };
+}
+
+/** Goes on cycling over the run's keys for `ms`, adding what it decided to `progress`. */
+export async function cycleFor(
   { decide }: Contender,
-  { mode, keys, ms }: RunSpec,
+  { keys }: RunSpec,
+  ms: number,
+  progress: Progress,
+): Promise<void> {
+  let { next, done, admitted } = progress;
+  const started = performance.now();
+  const until = started + ms;
+  while (performance.now() < until) {
+    for (let batch = 0; batch < 1024; batch++) {
+      if (await decide(`user-${next}`)) admitted++;
+      if (++next === keys) next = 0;
+    }
+    done += 1024;
+  }
+  progress.elapsed += performance.now() - started;
+  Object.assign(progress, { next, done, admitted });
+}
+
+/** What a run counted, with the heap after two full collections (the store still reachable). */
+export function resultOf(progress: Progress, gc: () => void): ContenderResult {
+  gc();
+  gc();
+  return {
+    perSecond: progress.done / (progress.elapsed / 1000),
+    heapUsed: process.memoryUsage().heapUsed,
+    admitted: progress.admitted / progress.done,
+  };
+}
+
+export async function measure(
+  contender: Contender,
+  spec: RunSpec,
   gc: () => void,
 ): Promise<ContenderResult> {
-  let admitted = 0;
-  let done = 0;
-  let started: number;
-  if (mode === 'flood') {
-    started = performance.now();
-    for (let i = 0; i < keys; i++) if (await decide(`flood-${i}`)) admitted++;
-    done = keys;
-  } else {
-    for (let i = 0; i < keys; i++) await decide(`user-${i}`);
-    started = performance.now();
-    const until = started + ms;
-    let i = 0;
-    while (performance.now() < until) {
-      for (let batch = 0; batch < 1024; batch++) {
-        if (await decide(`user-${i}`)) admitted++;
-        if (++i === keys) i = 0;
-      }
-      done += 1024;
-    }
+  if (spec.mode === 'cycle') {
+    const progress = await prepare(contender, spec);
+    await cycleFor(contender, spec, spec.ms, progress);
+    return resultOf(progress, gc);
   }
-  const perSecond = done / ((performance.now() - started) / 1000);
-  // The store is still reachable here: the caller closes it after this.
-  gc();
-  gc();
-  return { perSecond, heapUsed: process.memoryUsage().heapUsed, admitted: admitted / done };
+  const progress: Progress = { next: 0, done: spec.keys, admitted: 0, elapsed: 0 };
+  const started = performance.now();
+  for (let i = 0; i < spec.keys; i++) if (await contender.decide(`flood-${i}`)) progress.admitted++;
+  progress.elapsed = performance.now() - started;
+  return resultOf(progress, gc);
 }
 
 /** argv: the contender, then runs as JSON; prints one JSON result a line, in order. */
