@@ -54,6 +54,15 @@ export function runToExit(
   });
 }
 
+/**
+ * Waits out the last two seconds of a minute, so that a test's calls share one minute's window:
+ * per-minute limits count in windows aligned to the minute, on the clock of the local Redis.
+ */
+export async function awayFromMinuteEdge(): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < 2_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
+}
+
 /** Starts the bin and waits for it to say both listeners are up. */
 export async function startRls(
   args: readonly string[],

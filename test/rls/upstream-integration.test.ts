@@ -5,10 +5,15 @@
 import { copyFileSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { uniquePrefix } from '../harness/clients.ts';
-import { type RlsClient, type RlsProcess, rlsClient, startRls } from './rls-process.ts';
+import {
+  awayFromMinuteEdge,
+  type RlsClient,
+  type RlsProcess,
+  rlsClient,
+  startRls,
+} from './rls-process.ts';
 
 const FIXTURES = new URL('fixtures/config/integration/', import.meta.url).pathname;
 let rls: RlsProcess;
@@ -35,12 +40,6 @@ afterAll(async () => {
   client?.close();
   await rls?.stop();
 });
-
-/** Waits out the last two seconds of a minute, so that a loop's calls share a minute's window. */
-async function awayFromMinuteEdge(): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < 2_000) await sleep(left + 50);
-}
 
 const one = (key: string, value: string) => [{ entries: [{ key, value }] }];
 const unique = () => String(Math.floor(Math.random() * 1e12));
