@@ -343,7 +343,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     call: (keys: K, options: ConsumeOptions | undefined) => Promise<Decision>,
   ): (keys: K, options?: ConsumeOptions) => Promise<Decision> {
     if (telemetry === undefined) return call;
-    return (keys, options) => telemetry.decide(() => call(keys, options));
+    return (keys, options) => telemetry.decide(call, keys, options);
   }
 
   const limiter: Limiter & { [LEGS]: LimiterLegs } = {

@@ -50,6 +50,12 @@ const DURATION_BOUNDS = [
   0.25,
 ];
 
+/**
+ * Where @opentelemetry/api 1.x keeps what an app registers (providers, the context manager):
+ * absent until the first registration, so its absence means every call would reach a no-op.
+ */
+const API_GLOBAL = Symbol.for('opentelemetry.js.api.1');
+
 /** Attribute sets kept for reuse at most: they are bounded by the configuration anyway. */
 const MAX_ATTRIBUTE_SETS = 1000;
 
@@ -147,6 +153,14 @@ export class Telemetry {
     this.#meterProvider = options.meterProvider as Api.MeterProvider | undefined;
     this.#tracerProvider = options.tracerProvider as Api.TracerProvider | undefined;
     this.#refusal = refusal;
+  }
+
+  /**
+   * Nothing registered and no meter provider given: no SDK to record to and no context to trace
+   * in. One property read, where asking the API costs three global lookups a decision.
+   */
+  #idle(): boolean {
+    return this.#meterProvider === undefined && !(API_GLOBAL in globalThis);
   }
 
   /** The same telemetry, whose refusals are `shed`: for the fleet's count under `shed`. */
@@ -251,20 +265,26 @@ export class Telemetry {
 
   /** Counts a request an HTTP layer refused by a ban, with the decision that led to it. */
   countBanned(decision: Decision): void {
-    if (this.#current().live) this.#counted(this.#attributesOf(decision, 'banned'));
+    if (!this.#idle() && this.#current().live)
+      this.#counted(this.#attributesOf(decision, 'banned'));
   }
 
   /**
    * Times a decision and adds it to the caller's active span; just the call when neither an
    * SDK's meter nor a recording span would see it.
    */
-  decide(run: () => Promise<Decision>): Promise<Decision> {
+  decide<K, O>(
+    call: (keys: K, options: O) => Promise<Decision>,
+    keys: K,
+    options: O,
+  ): Promise<Decision> {
+    if (this.#idle()) return call(keys, options);
     const instruments = this.#current();
     const span = this.#api.trace.getActiveSpan();
     const recording = span?.isRecording() === true;
-    if (!instruments.live && !recording) return run();
+    if (!instruments.live && !recording) return call(keys, options);
     const started = performance.now();
-    return run().then((decision) => {
+    return call(keys, options).then((decision) => {
       const result = this.resultOf(decision);
       if (instruments.live) {
         // By result alone: the SDK hashes a record's attributes, at a cost that grows with them.
@@ -306,6 +326,7 @@ export class Telemetry {
    * for the last call: a decision sent beside another limiter's has no call of its own.
    */
   count(decision: Decision): void {
+    if (this.#idle()) return;
     const instruments = this.#instruments ?? this.#current();
     if (!instruments.live) return;
     this.#counted(this.#attributesOf(decision, this.resultOf(decision)));
@@ -350,6 +371,7 @@ export class Telemetry {
    * undefined outside any trace, as most calls are without an SDK.
    */
   traceHere(): StoreTrace | undefined {
+    if (!(API_GLOBAL in globalThis)) return undefined;
     const api = this.#api;
     const context = api.context.active();
     // No context manager, or no span: the usual case without an SDK.
