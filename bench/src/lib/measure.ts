@@ -31,6 +31,30 @@ export async function alternate<T>(
   return figures;
 }
 
+/**
+ * Runs the contenders in short stretches of `stretchMs`, one after the other and in reverse order
+ * every other turn, until each has run `totalMs`; each contender's mean rate over its stretches.
+ * This host runs the same code at one of two speeds about 2x apart, switching for seconds at a
+ * time: turns of seconds can meet different states, while stretches this short meet them alike.
+ * For in-process contenders that differ by a few percent, where rounds of seconds cannot tell.
+ */
+export async function inStretches(
+  totalMs: number,
+  stretchMs: number,
+  contenders: readonly { readonly name: string; run(ms: number): Promise<number> }[],
+): Promise<Map<string, number>> {
+  const sums = new Map<string, number>(contenders.map((c) => [c.name, 0]));
+  const turns = Math.max(1, Math.round(totalMs / stretchMs));
+  for (let turn = 0; turn < turns; turn++) {
+    const order = turn % 2 === 0 ? contenders : [...contenders].reverse();
+    for (const contender of order) {
+      const perSecond = await contender.run(stretchMs);
+      sums.set(contender.name, (sums.get(contender.name) ?? 0) + perSecond);
+    }
+  }
+  return new Map([...sums].map(([name, sum]) => [name, sum / turns]));
+}
+
 export function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
