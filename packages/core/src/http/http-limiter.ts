@@ -16,7 +16,11 @@ export type { NodeResponse } from './refund-by-outcome.ts';
 export type { RefusalReason, Verdict } from './verdict.ts';
 
 export interface HttpLimiter<Req, Res = unknown> {
-  check(req: Req): Promise<Verdict>;
+  /**
+   * The verdict on a request: at once where nothing had to wait (a quota lease's decision, a
+   * request skipped or left alone), else its promise. `await` takes either.
+   */
+  check(req: Req): Verdict | Promise<Verdict>;
   /**
    * After an admitted request: watches its response, to count it by its outcome when asked to
    * (`skipSuccessfulRequests`, `skipFailedRequests`), and to release the concurrency slots its

@@ -28,9 +28,18 @@ function refusedForNow(decision: Decision): boolean {
   return !decision.allowed && knowsState(decision) && Number.isFinite(decision.retryAfterMs);
 }
 
+/** `then` for a value that may have come at once: no promise turn when it has. */
+function onceThere<T, U>(
+  value: T | Promise<T>,
+  next: (found: T) => U | Promise<U>,
+): U | Promise<U> {
+  return value instanceof Promise ? value.then(next) : next(value);
+}
+
 /**
  * Checks requests against one limiter. A chain of callbacks rather than async functions: no
- * promise of its own on top of the limiter's, on every request.
+ * promise of its own on top of the limiter's, on every request, and none at all for a request
+ * a quota lease answers at once.
  */
 export class RequestChecks<Req extends RequestLike, Res> {
   readonly #settings: HttpSettings<Req, Res>;
@@ -63,8 +72,11 @@ export class RequestChecks<Req extends RequestLike, Res> {
     return failClosed && !shadow ? failedClosed() : LEFT_ALONE;
   }
 
-  /** What to answer a request: its skip, identify and cost, then its decision. */
-  check(req: Req): Promise<Verdict> {
+  /**
+   * What to answer a request: its skip, identify and cost, then its decision. The verdict itself
+   * where everything was known at once (a quota lease's decision), else its promise.
+   */
+  check(req: Req): Verdict | Promise<Verdict> {
     let charge: Charge | undefined | Promise<Charge | undefined>;
     try {
       charge = chargeOf(req, this.#settings);
@@ -85,7 +97,7 @@ export class RequestChecks<Req extends RequestLike, Res> {
    * then its own policies, in one script call where one call can take both. A slot of the
    * fleet's goes with a request passed on, to be released with its response.
    */
-  #decide(req: Req, charge: Charge | undefined): Promise<Verdict> {
+  #decide(req: Req, charge: Charge | undefined): Verdict | Promise<Verdict> {
     const shedder = this.#shedder;
     if (shedder === undefined || charge === undefined) return this.#decideOwn(req, charge);
     const report = (error: unknown) => this.#report(error, req);
@@ -127,7 +139,7 @@ export class RequestChecks<Req extends RequestLike, Res> {
       if (!fleet.allowed && fleet.degraded === undefined && !this.#settings.shadow) {
         return shed(fleet);
       }
-      return this.#decideOwn(req, charge).then((verdict) => {
+      return onceThere(this.#decideOwn(req, charge), (verdict) => {
         if (fleet.lease !== undefined && verdict.action !== 'next') shedder.release(fleet, report);
         return withFleet(verdict, fleet);
       });
@@ -135,11 +147,11 @@ export class RequestChecks<Req extends RequestLike, Res> {
   }
 
   /** The verdict of a request's own policies. */
-  #decideOwn(req: Req, charge: Charge | undefined): Promise<Verdict> {
-    if (charge === undefined) return Promise.resolve(LEFT_ALONE);
+  #decideOwn(req: Req, charge: Charge | undefined): Verdict | Promise<Verdict> {
+    if (charge === undefined) return LEFT_ALONE;
     let { identity } = charge;
     if (identity === 'unauthorized') {
-      if (!this.#settings.shadow) return Promise.resolve(rejectedKey());
+      if (!this.#settings.shadow) return rejectedKey();
       // Shadow mode may not refuse it: count the request as if it carried no key.
       identity = identifyByIp(req);
     }
@@ -147,7 +159,9 @@ export class RequestChecks<Req extends RequestLike, Res> {
     const options = { cost: charge.cost, tier: identity?.tier, policies: identity?.policies };
     const within = identity?.within;
     if (within !== undefined) return this.#decideWithin(req, charge.cost, key, options, within);
-    return this.#limiter.consume(key, options).then(
+    const decided = legsOf(this.#limiter).consumeNow(key, options);
+    if (!(decided instanceof Promise)) return this.#verdictFor(req, charge.cost, key, decided);
+    return decided.then(
       (decision) => this.#verdictFor(req, charge.cost, key, decision),
       // The limiter answers store failures with a decision: only a cost it refuses lands here.
       (error: unknown) => this.#failed(error, req),

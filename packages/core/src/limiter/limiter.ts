@@ -107,6 +107,12 @@ export interface LimiterLegs {
     key: string,
     options?: ConsumeOptions,
   ): Promise<BesideDecisions> | undefined;
+  /**
+   * A consume, answered at once where the key's quota lease holds enough for it and otherwise as
+   * `consume` answers. For the HTTP layer: a hot tenant's request then costs no promise turns for
+   * a decision already made. With OpenTelemetry on, always `consume`, which times the decision.
+   */
+  consumeNow(key: string, options?: ConsumeOptions): Decision | Promise<Decision>;
   /** The limiter's OpenTelemetry, when on: the HTTP layer counts its bans there. */
   readonly telemetry: Telemetry | undefined;
 }
@@ -116,6 +122,11 @@ const LEGS = Symbol('@sentinel/core limiter legs');
 /** The legs of a limiter `createLimiter` built. */
 export function legsOf(limiter: Limiter): LimiterLegs {
   return (limiter as Limiter & { [LEGS]: LimiterLegs })[LEGS];
+}
+
+/** A decision made at once, from a quota lease, as the promise the public calls return. */
+function promised(decided: Decision | Promise<Decision>): Promise<Decision> {
+  return decided instanceof Promise ? decided : Promise.resolve(decided);
 }
 
 /**
@@ -170,7 +181,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
    * policies of its own) rejects with a TypeError; everything else, an unknown tier included, is
    * answered with a decision, since a tier often comes from data such as an API key's record.
    */
-  function decide(key: string, options: ConsumeOptions | undefined, apply: boolean) {
+  function decide(
+    key: string,
+    options: ConsumeOptions | undefined,
+    apply: boolean,
+  ): Decision | Promise<Decision> {
     // The plan: the call's own policies, its tier's, or the fallback.
     let cost: number;
     let compiled: CompiledPlan | undefined;
@@ -219,7 +234,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     plan: Plan,
     request: IdentityRequest,
     id: string | undefined,
-  ): Promise<Decision> {
+  ): Decision | Promise<Decision> {
     const book = leases as QuotaLeases;
     const now = book.now();
     const heat = book.heatOf(plan, request.identity, request.cost, now);
@@ -240,11 +255,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     id: string | undefined,
     now: number,
     waited: boolean,
-  ): Promise<Decision> {
+  ): Decision | Promise<Decision> {
     const local = book.spend(heat, request.cost, now);
-    if (local !== undefined) {
-      return Promise.resolve(observeDecision(observers, local, request.identity, true, undefined));
-    }
+    if (local !== undefined)
+      return observeDecision(observers, local, request.identity, true, undefined);
     if (waited) return fromStore(plan, request, id);
     const taking = heat.taking;
     if (taking !== undefined) {
@@ -347,12 +361,20 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   const limiter: Limiter & { [LEGS]: LimiterLegs } = {
-    [LEGS]: { prepare, consumeBeside, telemetry },
-    consume: traced((key: string, options) => decide(key, options, true)),
+    [LEGS]: {
+      prepare,
+      consumeBeside,
+      consumeNow:
+        telemetry === undefined
+          ? (key, options) => decide(key, options, true)
+          : (key, options) => limiter.consume(key, options),
+      telemetry,
+    },
+    consume: traced((key: string, options) => promised(decide(key, options, true))),
     consumeJointly: traced((keys: readonly string[], options) =>
       decideJointly(keys, options, true),
     ),
-    peek: traced((key: string, options) => decide(key, options, false)),
+    peek: traced((key: string, options) => promised(decide(key, options, false))),
     peekJointly: traced((keys: readonly string[], options) => decideJointly(keys, options, false)),
     reset: (key, options) => reset({ plans, store, failureMode, blocks, report }, key, options),
     refund: (key, options) => tracked(refund(adjustments, key, options)),

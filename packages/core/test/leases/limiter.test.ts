@@ -9,10 +9,12 @@ import type { RedisProcess } from '../../../../test/harness/redis-server.ts';
 import { failOnError } from '../../../../test/harness/store-errors.ts';
 import {
   ALGORITHMS,
+  createHttpLimiter,
   createLimiter,
   type Decision,
   type LimiterOptions,
   MemoryStore,
+  type Verdict,
 } from '../../src/index.ts';
 import { manualClock, onRedis } from '../stores.ts';
 
@@ -218,6 +220,40 @@ describe('quota leases', () => {
     // The leases were spent: the budget was used to the last unit.
     expect(admitted).toBeGreaterThanOrEqual(56);
     await Promise.all(fleet.map((limiter) => limiter.close()));
+  });
+
+  it("over HTTP, a request a lease can answer gets its verdict at once, with the lease's count", async () => {
+    const clock = manualClock();
+    const http = createHttpLimiter({
+      onError: failOnError,
+      prefix: uniquePrefix('quota-http'),
+      limit: 1000,
+      window: '1m',
+      ...HOT,
+      identify: () => ({ key: 'hot' }),
+      ...onRedis(clientOf(server.url), { clock: clock.now }),
+    });
+    const request = { headers: {}, socket: { remoteAddress: '127.0.0.1' } };
+    // Cold, then taking its lease: each verdict waits for Redis.
+    const waited = [];
+    for (let i = 0; i < 10; i++) {
+      const checked = http.check(request);
+      waited.push(checked instanceof Promise);
+      await checked;
+    }
+    expect(waited.every(Boolean)).toBe(true);
+    await scriptCalls();
+    const spent = [];
+    for (let i = 0; i < 10; i++) spent.push(http.check(request));
+    expect(await scriptCalls()).toBe(0);
+    expect(spent.some((checked) => checked instanceof Promise)).toBe(false);
+    const verdicts = spent as Verdict[];
+    expect(verdicts.map((v) => v.action)).toEqual(Array(10).fill('next'));
+    expect(verdicts.map((v) => v.decision?.remaining)).toEqual([
+      989, 988, 987, 986, 985, 984, 983, 982, 981, 980,
+    ]);
+    expect(verdicts[9]?.headers.RateLimit).toBe('"1000-per-1m";r=980;t=2');
+    await http.close();
   });
 
   it('with the memory store the option does nothing', async () => {
