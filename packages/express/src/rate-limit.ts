@@ -1,5 +1,5 @@
 // rateLimit(): Express middleware that asks core's HTTP limiter and turns its verdict into a response.
-import type { Decision, HttpLimiterOptions, Limiter } from '@sentinel/core';
+import type { Decision, HttpLimiterOptions, Limiter, Verdict } from '@sentinel/core';
 import {
   adapterLimiter,
   adapterOptions,
@@ -50,7 +50,8 @@ export type RouteRateLimitOptions = Partial<RateLimitOptions>;
 
 /** The middleware, with the limiter it owns. */
 export interface RateLimitMiddleware {
-  (req: Request, res: Response, next: NextFunction): Promise<void>;
+  /** A promise while the decision is awaited; nothing when it came at once, from a quota lease. */
+  (req: Request, res: Response, next: NextFunction): void | Promise<void>;
   /** The core limiter behind this middleware, for `peek` and `reset`. */
   readonly limiter: Limiter;
   /**
@@ -70,6 +71,8 @@ const EXPRESS_ONLY = ['handler'] satisfies readonly Exclude<
   keyof HttpLimiterOptions
 >[];
 
+type Refusal = Extract<Verdict, { action: 'respond' }>;
+
 function writeHeaders(res: Response, headers: Record<string, string>): void {
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
 }
@@ -85,16 +88,8 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   if (handler !== undefined) checkFunction(handler, 'handler');
   const { http, connection } = adapterLimiter<Request, Response, RateLimitOptions>(given);
 
-  async function sentinelRateLimit(req: Request, res: Response, next: NextFunction) {
-    let verdict: Awaited<ReturnType<typeof http.check>>;
-    try {
-      verdict = await http.check(req);
-    } catch (error) {
-      // check() resolves every store, request and callback failure to a verdict; only a bug
-      // lands here, and Express's error handler owns it.
-      next(error);
-      return;
-    }
+  /** Answers the request by its verdict: passed on, or refused. */
+  function answer(req: Request, res: Response, next: NextFunction, verdict: Verdict) {
     req.rateLimit = verdict.decision;
     writeHeaders(res, verdict.headers);
     // Called outside any try: an error downstream is Express's to route, never ours to catch.
@@ -102,6 +97,10 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
       http.countByOutcome(verdict, req, res, res);
       return next();
     }
+    return refuse(req, res, next, verdict);
+  }
+
+  async function refuse(req: Request, res: Response, next: NextFunction, verdict: Refusal) {
     res.status(verdict.status);
     if (handler && handlerAnswers(verdict)) {
       try {
@@ -114,6 +113,21 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     // Not res.json(): Express would add `charset`, which JSON media types do not define.
     res.setHeader('Content-Type', 'application/problem+json');
     res.end(JSON.stringify(verdict.body));
+  }
+
+  // Not async: a verdict that came at once (a quota lease's) is answered without a promise turn.
+  function sentinelRateLimit(req: Request, res: Response, next: NextFunction) {
+    let verdict: Verdict | Promise<Verdict>;
+    try {
+      verdict = http.check(req);
+    } catch (error) {
+      // check() resolves every store, request and callback failure to a verdict; only a bug
+      // lands here, and Express's error handler owns it.
+      next(error);
+      return;
+    }
+    if (!(verdict instanceof Promise)) return answer(req, res, next, verdict);
+    return verdict.then((found) => answer(req, res, next, found), next);
   }
 
   const layering = routeLayering(connection.options, rateLimit, http.close, connection);

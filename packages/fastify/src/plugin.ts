@@ -1,5 +1,5 @@
 // The Fastify plugin: one request hook limits each route by its own options or the plugin's.
-import { createHttpLimiter, type HttpLimiter, type Limiter } from '@sentinel/core';
+import { createHttpLimiter, type HttpLimiter, type Limiter, type Verdict } from '@sentinel/core';
 import {
   adapterOptions,
   checkFunction,
@@ -68,14 +68,31 @@ const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fast
     return build(own);
   }
 
-  async function limit(limiter: RouteLimiter, request: FastifyRequest, reply: FastifyReply) {
-    const verdict = await limiter.check(request);
+  /** Passes a request on: the decision on it, its headers, and its outcome followed. */
+  function pass(
+    limiter: RouteLimiter,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    verdict: Verdict,
+  ) {
     request.rateLimit = verdict.decision;
     reply.headers(verdict.headers);
+    limiter.countByOutcome(verdict, request, reply, reply.raw);
+  }
+
+  async function limit(
+    limiter: RouteLimiter,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    checked = limiter.check(request),
+  ) {
+    const verdict = await checked;
     if (verdict.action === 'next') {
-      limiter.countByOutcome(verdict, request, reply, reply.raw);
+      pass(limiter, request, reply, verdict);
       return undefined;
     }
+    request.rateLimit = verdict.decision;
+    reply.headers(verdict.headers);
     reply.code(verdict.status);
     if (handler && handlerAnswers(verdict)) {
       await handler(request, reply, verdict.decision);
@@ -120,9 +137,17 @@ const plugin: FastifyPluginAsync<SentinelOptions> = async function sentinel(fast
   });
   // Fastify gives this hook to the context and to its child contexts, older ones included; each
   // request finds its route's limiter from the route's config.
-  fastify.addHook(hook as 'onRequest', async function sentinelHook(request, reply) {
+  // Not async: a request passed on at once (a quota lease's decision) goes on through `done`
+  // without a promise turn; any other is answered by `limit`'s promise, which Fastify awaits.
+  fastify.addHook(hook as 'onRequest', function sentinelHook(request, reply, done) {
     const limiter = routeLimiter(request.routeOptions.config?.rateLimit);
-    if (limiter) return limit(limiter, request, reply);
+    if (limiter === undefined) return done();
+    const checked = limiter.check(request);
+    if (checked instanceof Promise || checked.action !== 'next') {
+      return limit(limiter, request, reply, checked);
+    }
+    pass(limiter, request, reply, checked);
+    done();
   });
 };
 

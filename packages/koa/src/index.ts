@@ -1,5 +1,5 @@
 // @sentinel/koa: Koa middleware that maps a request to core's HTTP limiter and its verdict to a response.
-import type { Decision, HttpLimiterOptions, Limiter } from '@sentinel/core';
+import type { Decision, HttpLimiterOptions, Limiter, Verdict } from '@sentinel/core';
 import {
   adapterLimiter,
   adapterOptions,
@@ -75,8 +75,8 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   if (handler !== undefined) checkFunction(handler, 'handler');
   const { http, connection } = adapterLimiter<Context, undefined, RateLimitOptions>(given);
 
-  async function sentinelRateLimit(ctx: Context, next: Next): Promise<void> {
-    const verdict = await http.check(ctx);
+  /** Answers the request by its verdict: passed on, or refused. */
+  function answer(ctx: Context, next: Next, verdict: Verdict): Promise<void> {
     ctx.state.rateLimit = verdict.decision;
     ctx.set(verdict.headers);
     // Not wrapped: whatever downstream throws is Koa's to handle, exactly as thrown.
@@ -85,9 +85,23 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
       return next();
     }
     ctx.status = verdict.status;
-    if (handler !== undefined && handlerAnswers(verdict)) return handler(ctx, verdict.decision);
+    if (handler !== undefined && handlerAnswers(verdict)) {
+      return Promise.resolve(handler(ctx, verdict.decision));
+    }
     ctx.type = 'application/problem+json';
     ctx.body = JSON.stringify(verdict.body);
+    return Promise.resolve();
+  }
+
+  // Not async: a verdict that came at once (a quota lease's) is answered without a promise turn.
+  function sentinelRateLimit(ctx: Context, next: Next): Promise<void> {
+    try {
+      const verdict = http.check(ctx);
+      if (verdict instanceof Promise) return verdict.then((found) => answer(ctx, next, found));
+      return answer(ctx, next, verdict);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   const layering = routeLayering(connection.options, rateLimit, http.close, connection);

@@ -177,10 +177,9 @@ describe.each(KOA_VERSIONS)('on %s', (_, KoaApp) => {
       }
     });
 
-    it('is a named async function that exposes its limiter', async () => {
+    it('is a named middleware that exposes its limiter', async () => {
       const { url, middleware } = await start();
       expect(middleware.name).toBe('sentinelRateLimit');
-      expect(middleware.constructor.name).toBe('AsyncFunction');
       await fetch(url);
       expect(await middleware.limiter.peek('ip:127.0.0.1')).toMatchObject({ remaining: 1 });
     });

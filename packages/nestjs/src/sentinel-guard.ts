@@ -142,7 +142,8 @@ export class SentinelGuard implements CanActivate {
     const byLimiter = counted[VERDICTS];
     let verdict = byLimiter.get(limiter);
     if (verdict === undefined) {
-      verdict = limiter.check(exchange.request).then((decided) => {
+      // Kept as a promise, one verdict per request and limiter, whichever way it came.
+      verdict = Promise.resolve(limiter.check(exchange.request)).then((decided) => {
         if (decided.action === 'next') follow(limiter, decided, exchange, context);
         return decided;
       });
