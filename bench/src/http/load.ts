@@ -48,14 +48,17 @@ async function hit(port: number, seconds: number, keys: Keys): Promise<autocanno
   });
 }
 
-/** A warm-up, then the measured run. A refused request means a misconfigured limit: it throws. */
+/**
+ * A warm-up, unless `warmUp` is 0, then the measured run. A refused request means a
+ * misconfigured limit: it throws.
+ */
 export async function load(
   port: number,
   warmUp: number,
   seconds: number,
   keys: Keys,
 ): Promise<Load> {
-  await hit(port, warmUp, keys);
+  if (warmUp > 0) await hit(port, warmUp, keys);
   const result = await hit(port, seconds, keys);
   if (result.non2xx > 0) {
     throw new Error(`${result.non2xx} responses were not 2xx on port ${port}`);
