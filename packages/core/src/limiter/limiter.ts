@@ -257,8 +257,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     waited: boolean,
   ): Decision | Promise<Decision> {
     const local = book.spend(heat, request.cost, now);
-    if (local !== undefined)
+    if (local !== undefined) {
       return observeDecision(observers, local, request.identity, true, undefined);
+    }
     if (waited) return fromStore(plan, request, id);
     const taking = heat.taking;
     if (taking !== undefined) {

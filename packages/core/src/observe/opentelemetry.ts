@@ -265,8 +265,9 @@ export class Telemetry {
 
   /** Counts a request an HTTP layer refused by a ban, with the decision that led to it. */
   countBanned(decision: Decision): void {
-    if (!this.#idle() && this.#current().live)
+    if (!this.#idle() && this.#current().live) {
       this.#counted(this.#attributesOf(decision, 'banned'));
+    }
   }
 
   /**
