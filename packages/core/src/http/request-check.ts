@@ -13,27 +13,26 @@ import { failedClosed, LEFT_ALONE, rejectedKey, shed, type Verdict, verdictOn } 
 /** What an unknown API key is counted by in shadow mode, where it may not be refused. */
 const identifyByIp = byIp() as (req: RequestLike) => Identity | null;
 
-/** A verdict that passes the request on, with the slot of the fleet's it holds, if any. */
-function withFleet(
-  verdict: Verdict | Promise<Verdict>,
-  fleet: Decision,
-): Verdict | Promise<Verdict> {
-  if (fleet.lease === undefined) return verdict;
-  if (verdict instanceof Promise) return verdict.then((found) => withFleet(found, fleet));
-  return verdict.action === 'next' ? { ...verdict, fleet } : verdict;
-}
-
-/** Refused by its limits for now: not for a cost no wait admits, nor by a failing store. */
-function refusedForNow(decision: Decision): boolean {
-  return !decision.allowed && knowsState(decision) && Number.isFinite(decision.retryAfterMs);
-}
-
 /** `then` for a value that may have come at once: no promise turn when it has. */
 function onceThere<T, U>(
   value: T | Promise<T>,
   next: (found: T) => U | Promise<U>,
 ): U | Promise<U> {
   return value instanceof Promise ? value.then(next) : next(value);
+}
+
+/** A verdict that passes the request on, with the slot of the fleet's it holds, if any. */
+function withFleet(
+  verdict: Verdict | Promise<Verdict>,
+  fleet: Decision,
+): Verdict | Promise<Verdict> {
+  if (fleet.lease === undefined) return verdict;
+  return onceThere(verdict, (found) => (found.action === 'next' ? { ...found, fleet } : found));
+}
+
+/** Refused by its limits for now: not for a cost no wait admits, nor by a failing store. */
+function refusedForNow(decision: Decision): boolean {
+  return !decision.allowed && knowsState(decision) && Number.isFinite(decision.retryAfterMs);
 }
 
 /**
