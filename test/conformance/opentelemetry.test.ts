@@ -5,9 +5,9 @@ import { context, SpanKind, trace } from '@opentelemetry/api';
 import { afterEach, expect, it } from 'vitest';
 import { clientOf } from '../adapters/requests.ts';
 import {
+  decisionCount,
   type MetricsSdk,
   metricsSdk,
-  pointValue,
   type TracingSdk,
   tracingSdk,
 } from '../harness/opentelemetry.ts';
@@ -66,8 +66,7 @@ conformance((driver, storeName) => {
     }
     const read = await metrics.read();
     const count = (result: string) =>
-      pointValue(read, 'sentinel.decisions', {
-        'sentinel.result': result,
+      decisionCount(read, result, {
         'sentinel.policy': 'api',
         'sentinel.algorithm': 'token-bucket',
       });

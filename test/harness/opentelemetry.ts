@@ -129,6 +129,15 @@ export function pointValue(
   return point?.value ?? 0;
 }
 
+/** The `sentinel.decisions` count of `result` under the rest of `attributes`; 0 if none. */
+export function decisionCount(
+  metrics: Map<string, ExportedMetric>,
+  result: string,
+  attributes: Attributes,
+): number {
+  return pointValue(metrics, 'sentinel.decisions', { 'sentinel.result': result, ...attributes });
+}
+
 function sorted(attributes: Attributes): Attributes {
   return Object.fromEntries(Object.entries(attributes).sort(([a], [b]) => a.localeCompare(b)));
 }

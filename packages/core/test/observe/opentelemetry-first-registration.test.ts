@@ -3,7 +3,7 @@
 // must reach the first SDK the app registers all the same.
 import { metrics, trace } from '@opentelemetry/api';
 import { expect, it } from 'vitest';
-import { metricsSdk, pointValue, tracingSdk } from '../../../../test/harness/opentelemetry.ts';
+import { decisionCount, metricsSdk, tracingSdk } from '../../../../test/harness/opentelemetry.ts';
 import { owned } from '../../../../test/harness/own-redis.ts';
 import { createLimiter, MemoryStore } from '../../src/index.ts';
 
@@ -32,8 +32,7 @@ it('reaches the first SDK an app ever registers, from a limiter deciding since b
   await limiter.consume('alice', tier);
   const read = await sdk.read();
   const count = (result: string) =>
-    pointValue(read, 'sentinel.decisions', {
-      'sentinel.result': result,
+    decisionCount(read, result, {
       'sentinel.policy': 'free',
       'sentinel.tier': 'FREE',
       'sentinel.algorithm': 'token-bucket',

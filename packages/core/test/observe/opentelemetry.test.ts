@@ -5,6 +5,7 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, uniquePrefix } from '../../../../test/harness/clients.ts';
 import {
+  decisionCount,
   type ExportedMetric,
   metricsSdk,
   pointsOf,
@@ -32,14 +33,16 @@ afterEach(() => {
   trace.disable();
 });
 
+/** The attributes of policy `free`'s decisions, tier FREE. */
+const FREE_DECISIONS = {
+  'sentinel.policy': 'free',
+  'sentinel.tier': 'FREE',
+  'sentinel.algorithm': 'token-bucket',
+};
+
 /** The decision count by result, of policy `free`, tier FREE, token bucket. */
 function decisions(read: Map<string, ExportedMetric>, result: string): number {
-  return pointValue(read, 'sentinel.decisions', {
-    'sentinel.result': result,
-    'sentinel.policy': 'free',
-    'sentinel.tier': 'FREE',
-    'sentinel.algorithm': 'token-bucket',
-  });
+  return decisionCount(read, result, FREE_DECISIONS);
 }
 
 describe('openTelemetry metrics', () => {
@@ -283,8 +286,7 @@ describe('openTelemetry through the HTTP layer', () => {
     expect(verdicts.map((v) => v.action)).toEqual(['next', 'next', 'respond']);
     const read = await sdk.read();
     const fleet = (result: string) =>
-      pointValue(read, 'sentinel.decisions', {
-        'sentinel.result': result,
+      decisionCount(read, result, {
         'sentinel.policy': 'fleet',
         'sentinel.tier': 'shed',
         'sentinel.algorithm': 'concurrency',
