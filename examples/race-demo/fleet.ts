@@ -213,6 +213,11 @@ export interface RaceResult {
   admittedBy: number[];
   /** 200s whose body names a degraded mode: admitted by `onStoreError`, not by Redis. */
   degraded: number;
+  /**
+   * When each gateway gave its first and its last answer, in `performance.now()` milliseconds, in
+   * the fleet's order; `undefined` for a gateway that answered nothing.
+   */
+  answeringBy: ({ first: number; last: number } | undefined)[];
 }
 
 /**
@@ -227,18 +232,39 @@ export async function race(
 ): Promise<RaceResult> {
   const statuses: Record<number, number> = {};
   const admittedBy = gateways.map(() => 0);
+  const answeringBy: RaceResult['answeringBy'] = gateways.map(() => undefined);
   let degraded = 0;
   await Promise.all(
     Array.from({ length: requests }, async (_, i) => {
       const index = i % gateways.length;
       const { status, body } = await get(`${(gateways[index] as Gateway).url}${path}`, tenant);
+      const now = performance.now();
+      const span = answeringBy[index];
+      if (span) span.last = now;
+      else answeringBy[index] = { first: now, last: now };
       statuses[status] = (statuses[status] ?? 0) + 1;
       if (status !== 200) return;
       admittedBy[index] = (admittedBy[index] ?? 0) + 1;
       if ((body as { degraded?: unknown } | null)?.degraded) degraded++;
     }),
   );
-  return { statuses, admitted: statuses[200] ?? 0, admittedBy, degraded };
+  return { statuses, admitted: statuses[200] ?? 0, admittedBy, degraded, answeringBy };
+}
+
+/**
+ * The most gateways that were answering at one instant of a race: each counts from its first
+ * answer to its last. Which process admits the limit's requests is up to the scheduler (on a busy
+ * host one process can take them all), but that the processes decided side by side is what makes
+ * the race a test of the shared count.
+ */
+export function answeringAtOnce(result: RaceResult): number {
+  const spans = result.answeringBy.filter((span) => span !== undefined);
+  return Math.max(
+    0,
+    ...spans.map(
+      ({ first }) => spans.filter((span) => span.first <= first && first <= span.last).length,
+    ),
+  );
 }
 
 /** A tenant no earlier request used, so that no test needs to flush Redis. */

@@ -1,6 +1,7 @@
 // Races 2000 requests for one tenant across four Nest processes, two on Express and two on Fastify, on one Redis: exactly the limit.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
+  answeringAtOnce,
   awayFromWindowEdge,
   type Fleet,
   freshTenant,
@@ -67,8 +68,9 @@ describe('four Nest processes with SentinelGuard, two on Express and two on Fast
         statuses: { 200: LIMIT, 429: REQUESTS - LIMIT },
         degraded: 0,
       });
-      // The admissions really were decided in several processes, not one.
-      expect(result.admittedBy.filter((count) => count > 0).length).toBeGreaterThan(1);
+      // Several processes were deciding at once; which of them admitted the 100 is the
+      // scheduler's choice.
+      expect(answeringAtOnce(result), JSON.stringify(result)).toBeGreaterThan(1);
     },
   );
 });
@@ -120,7 +122,7 @@ describe('four Nest processes with @nestjs/throttler, two on Express and two on 
       { statuses: sentinel.statuses, storeErrors: sentinel.storeErrors },
       JSON.stringify(sentinel),
     ).toEqual({ statuses: { 200: LIMIT, 429: REQUESTS - LIMIT }, storeErrors: 0 });
-    expect(sentinel.admittedBy.filter((count) => count > 0).length).toBeGreaterThan(1);
+    expect(answeringAtOnce(sentinel), JSON.stringify(sentinel)).toBeGreaterThan(1);
     // Reported, not held to the limit: only that it answered every request, admitting at least
     // the limit (it never refuses before its count passes it).
     expect(nestLab.admitted + (nestLab.statuses[429] ?? 0), JSON.stringify(nestLab)).toBe(REQUESTS);

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADAPTERS,
+  answeringAtOnce,
   awayFromWindowEdge,
   type Fleet,
   freshTenant,
@@ -57,8 +58,9 @@ describe.each(ADAPTERS)('four %s gateway processes sharing one Redis', (adapter)
         statuses: { 200: LIMIT, 429: REQUESTS - LIMIT },
         degraded: 0,
       });
-      // The admissions really were decided in several processes, not one.
-      expect(result.admittedBy.filter((count) => count > 0).length).toBeGreaterThan(1);
+      // Several processes were deciding at once. Which of them admitted the 100 is the
+      // scheduler's choice: beside other load one process can take them all.
+      expect(answeringAtOnce(result), JSON.stringify(result)).toBeGreaterThan(1);
     },
   );
 
