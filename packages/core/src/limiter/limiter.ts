@@ -8,7 +8,7 @@ import type { ConsumeOptions, Decision } from '../shared/types.ts';
 import { checkPositiveInteger, describe, fail } from '../shared/validation.ts';
 import { toRedisConnection } from '../stores/redis/connection.ts';
 import { RedisStore } from '../stores/redis/redis-store.ts';
-import { IdentityRequest, JointLayout } from '../stores/store-keys.ts';
+import { IdentityRequest, JointLayout, type KeyLayout } from '../stores/store-keys.ts';
 import { blockId } from './block-cache.ts';
 import { FailureMode, unknownTierError } from './failure-mode.ts';
 import { type LimiterOptions, resolveOptions, resolveStore } from './options.ts';
@@ -203,8 +203,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return Promise.resolve(observeDecision(observers, decision, identity, apply, undefined));
     }
     const { plan, layout } = compiled;
-    const request = new IdentityRequest(identity, layout, cost, apply, clock?.());
-    if (!apply) return calls.decide(plan, request);
+    if (!apply) {
+      return calls.decide(plan, new IdentityRequest(identity, layout, cost, false, clock?.()));
+    }
     // The block cache, when on, answers refusals it knows of.
     const id = blocks && blockId(plan, key);
     if (id !== undefined) {
@@ -215,9 +216,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     // A hot key's lease, when on, answers from what it holds, or is taken beside this consume.
     if (leases !== undefined && plan.lease === undefined) {
-      return leaseOrStore(plan, request, id);
+      return leaseOrStore(plan, layout, identity, cost, id);
     }
-    return fromStore(plan, request, id);
+    return fromStore(plan, new IdentityRequest(identity, layout, cost, true, clock?.()), id);
   }
 
   /** The store's decision, or the failure mode's; observers hear of it there, with its time. */
@@ -232,12 +233,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /** A consume answered from the key's quota lease, or by the store, taking one if it is hot. */
   function leaseOrStore(
     plan: Plan,
-    request: IdentityRequest,
+    layout: KeyLayout,
+    identity: string,
+    cost: number,
     id: string | undefined,
   ): Decision | Promise<Decision> {
     const book = leases as QuotaLeases;
     const now = book.now();
-    const heat = book.heatOf(plan, request.identity, request.cost, now);
+    const heat = book.heatOf(plan, identity, cost, now);
+    // A hot key's requests are mostly spent from its lease, which needs no store request.
+    const local = book.spend(heat, cost, now);
+    if (local !== undefined) return observeDecision(observers, local, identity, true, undefined);
+    const request = new IdentityRequest(identity, layout, cost, true, clock?.());
     return fromLease(book, heat, plan, request, id, now, false);
   }
 

@@ -2,7 +2,7 @@
 // the store granted in one atomic call, and spent here without a round trip. The fleet admits at
 // most what the store granted, so a limit still holds exactly (see docs/leases.md).
 import type { Plan } from '../shared/plan.ts';
-import type { Decision, PolicyOutcome, QuotaTake, Window } from '../shared/types.ts';
+import type { Decision, PolicyOutcome, QuotaTake, StoreReply, Window } from '../shared/types.ts';
 import { checkObject, describe, fail, rejectUnknownFields } from '../shared/validation.ts';
 import { parseWindow } from '../shared/window.ts';
 import { IdentityRequest, type KeyLayout } from '../stores/store-keys.ts';
@@ -80,6 +80,12 @@ export function resolveQuotaLeases(
 /** One lease this process holds: its units left and its end, and the sync that granted it. */
 class QuotaLease {
   ended = false;
+  /**
+   * The outcomes each spend's decision is made from, filled anew each time: toDecision copies
+   * what it reads, so one set serves every spend without three objects more per request.
+   */
+  readonly #outcomes: PolicyOutcome[];
+  readonly #reply: StoreReply;
 
   constructor(
     readonly plan: Plan,
@@ -96,7 +102,15 @@ class QuotaLease {
     /** What the store said each policy had left, besides this lease, and when. */
     readonly synced: readonly PolicyOutcome[],
     readonly syncedAt: number,
-  ) {}
+  ) {
+    this.#outcomes = synced.map(() => ({
+      allowed: true,
+      remaining: 0,
+      resetMs: 0,
+      retryAfterMs: 0,
+    }));
+    this.#reply = { allowed: true, policies: this.#outcomes };
+  }
 
   /**
    * The decision of a request spent from the lease: each policy shows what it had left at the
@@ -106,20 +120,16 @@ class QuotaLease {
   decision(now: number): Decision {
     const elapsed = now - this.syncedAt;
     const { policies } = this.plan;
-    const outcomes: PolicyOutcome[] = new Array(policies.length);
     for (let i = 0; i < policies.length; i++) {
       const synced = this.synced[i] as PolicyOutcome;
-      outcomes[i] = {
-        allowed: true,
-        remaining: Math.min(
-          (policies[i] as Plan['policies'][number]).limit,
-          synced.remaining + this.left,
-        ),
-        resetMs: Math.max(0, synced.resetMs - elapsed),
-        retryAfterMs: 0,
-      };
+      const outcome = this.#outcomes[i] as PolicyOutcome;
+      outcome.remaining = Math.min(
+        (policies[i] as Plan['policies'][number]).limit,
+        synced.remaining + this.left,
+      );
+      outcome.resetMs = Math.max(0, synced.resetMs - elapsed);
     }
-    return toDecision(this.plan, { allowed: true, policies: outcomes });
+    return toDecision(this.plan, this.#reply);
   }
 }
 
