@@ -124,7 +124,9 @@ export function withRateLimit<Args extends unknown[], R extends Request = Reques
   async function sentinelRateLimit(request: R, ...args: Args): Promise<Response> {
     const req: Req = { ...fields.of(request, clientIp(request, ...args)), args };
     fields.checkAddress(req, (error) => http.report(error, req));
-    const verdict = await http.check(req);
+    // A verdict that came at once (a quota lease's) is used without a promise turn.
+    const checked = http.check(req);
+    const verdict = checked instanceof Promise ? await checked : checked;
     if (verdict.action === 'respond') return refusal(verdict, req, refused);
     if (verdict.decision !== undefined) decisions.set(request, verdict.decision);
     const end = following(http, verdict, req);

@@ -144,7 +144,9 @@ export function rateLimit<Key extends string = 'rateLimit', E extends Env = Env>
     const context = c as unknown as Context<E>;
     const req: Req = { ...fields.of(c.req.raw, addressOf(context)), c: context };
     fields.checkAddress(req, (error) => http.report(error, req));
-    const verdict = await http.check(req);
+    // A verdict that came at once (a quota lease's) is used without a promise turn.
+    const checked = http.check(req);
+    const verdict = checked instanceof Promise ? await checked : checked;
     c.set(contextKey, verdict.decision);
     if (verdict.action === 'respond') {
       c.status(verdict.status);
