@@ -242,42 +242,48 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const now = book.now();
     const heat = book.heatOf(plan, identity, cost, now);
     // A hot key's requests are mostly spent from its lease, which needs no store request.
-    const local = book.spend(heat, cost, now);
-    if (local !== undefined) return observeDecision(observers, local, identity, true, undefined);
+    const local = spentFromLease(book, heat, identity, cost, now);
+    if (local !== undefined) return local;
     const request = new IdentityRequest(identity, layout, cost, true, clock?.());
-    return fromLease(book, heat, plan, request, id, now, false);
-  }
-
-  /**
-   * A consume spent from the key's lease; or, while a lease is being taken, once it is (a burst
-   * would otherwise go to Redis request by request meanwhile); or by the store. A consume that
-   * waited for a take goes to the store if it brought nothing, and never starts another: a
-   * failing store would otherwise be tried once per waiting request, one after the other.
-   */
-  function fromLease(
-    book: QuotaLeases,
-    heat: Heat,
-    plan: Plan,
-    request: IdentityRequest,
-    id: string | undefined,
-    now: number,
-    waited: boolean,
-  ): Decision | Promise<Decision> {
-    const local = book.spend(heat, request.cost, now);
-    if (local !== undefined) {
-      return observeDecision(observers, local, request.identity, true, undefined);
-    }
-    if (waited) return fromStore(plan, request, id);
     const taking = heat.taking;
-    if (taking !== undefined) {
-      return taking.then(() => fromLease(book, heat, plan, request, id, book.now(), true));
-    }
+    // While a lease is being taken, a consume waits for it: a burst would otherwise go to Redis
+    // request by request meanwhile.
+    if (taking !== undefined) return taking.then(() => afterTake(book, heat, plan, request, id));
     request.quota = book.take(heat, now);
     const decided = fromStore(plan, request, id).then((decision) =>
       book.settle(heat, request, decision, now),
     );
     if (request.quota !== undefined) heat.taking = decided;
     return decided;
+  }
+
+  /**
+   * A consume that waited for its key's lease to be taken: spent from it, or by the store if the
+   * take brought nothing. It never starts another take: a failing store would otherwise be tried
+   * once per waiting request, one after the other.
+   */
+  function afterTake(
+    book: QuotaLeases,
+    heat: Heat,
+    plan: Plan,
+    request: IdentityRequest,
+    id: string | undefined,
+  ): Decision | Promise<Decision> {
+    const local = spentFromLease(book, heat, request.identity, request.cost, book.now());
+    return local ?? fromStore(plan, request, id);
+  }
+
+  /** The decision of a consume spent from its key's lease, observed; undefined if it cannot be. */
+  function spentFromLease(
+    book: QuotaLeases,
+    heat: Heat,
+    identity: string,
+    cost: number,
+    now: number,
+  ): Decision | undefined {
+    const local = book.spend(heat, cost, now);
+    if (local === undefined) return undefined;
+    return observeDecision(observers, local, identity, true, undefined);
   }
 
   /**
