@@ -55,6 +55,51 @@ async function closeConnection(
   drop();
 }
 
+/** The listeners of a client's readiness, behind the one function subscribed to its events. */
+interface ReadyListeners {
+  readonly listeners: Set<() => void>;
+  readonly stop: () => void;
+}
+
+/**
+ * Each client's ready listeners, behind one subscription of its own: every limiter on a shared
+ * client listens twice, for its store and for its breaker, and Node warns of a leak past ten
+ * listeners to one event, which six limiters on one client reached.
+ */
+const readyListeners = new WeakMap<object, ReadyListeners>();
+
+/**
+ * Calls `listener` whenever `client` is ready again. `listen` subscribes one function to the
+ * client's events and returns what unsubscribes it: the first listener of a client subscribes,
+ * and the last to leave unsubscribes.
+ */
+function onReadyShared(
+  client: object,
+  listen: (callListeners: () => void) => () => void,
+  listener: () => void,
+): () => void {
+  let shared = readyListeners.get(client);
+  if (shared === undefined) {
+    const listeners = new Set<() => void>();
+    // A copy: a listener may unsubscribe, or subscribe another, while they are called.
+    const stop = listen(() => {
+      for (const each of [...listeners]) each();
+    });
+    shared = { listeners, stop };
+    readyListeners.set(client, shared);
+  }
+  // A function of its own, so that one listener given twice is called twice, as `on` would.
+  const subscription = () => listener();
+  shared.listeners.add(subscription);
+  return () => {
+    const current = readyListeners.get(client);
+    if (current === undefined || !current.listeners.delete(subscription)) return;
+    if (current.listeners.size > 0) return;
+    current.stop();
+    readyListeners.delete(client);
+  };
+}
+
 /** An ioredis (5 or 6) or iovalkey `Redis` or `Cluster`. */
 export interface IoredisLikeClient {
   readonly status: string;
@@ -135,10 +180,15 @@ function fromIoredis(client: IoredisLikeClient): RedisConnection {
     del: (keys) => client.del(...keys),
     isReady: () => client.status === 'ready',
     isClosed: () => IOREDIS_CLOSED.has(client.status),
-    onReady(listener) {
-      client.on('ready', listener);
-      return () => client.removeListener('ready', listener);
-    },
+    onReady: (listener) =>
+      onReadyShared(
+        client,
+        (callListeners) => {
+          client.on('ready', callListeners);
+          return () => client.removeListener('ready', callListeners);
+        },
+        listener,
+      ),
     connectIfLazy() {
       if (client.status === 'wait') client.connect().catch(() => {});
     },
@@ -191,17 +241,22 @@ function fromNodeRedis(client: NodeRedisLikeClient): RedisConnection {
     },
     // Clients emit 'ready'; clusters only 'connect', once they know the slots. A client's
     // 'connect' comes before it is ready, so readiness is checked rather than assumed.
-    onReady(listener) {
-      const ready = () => {
-        if (client.isReady ?? client.isOpen) listener();
-      };
-      client.on('ready', ready);
-      client.on('connect', ready);
-      return () => {
-        client.off('ready', ready);
-        client.off('connect', ready);
-      };
-    },
+    onReady: (listener) =>
+      onReadyShared(
+        client,
+        (callListeners) => {
+          const ready = () => {
+            if (client.isReady ?? client.isOpen) callListeners();
+          };
+          client.on('ready', ready);
+          client.on('connect', ready);
+          return () => {
+            client.off('ready', ready);
+            client.off('connect', ready);
+          };
+        },
+        listener,
+      ),
     // node-redis connects only when told; connecting for the user would race their own connect().
     connectIfLazy() {},
     // A node-redis cluster connects to its masters as it connects.
