@@ -14,7 +14,7 @@ local function take_slots(key, lease, cost, now)
   local batch = {}
   for i = 1, cost do
     batch[#batch + 1] = ends
-    batch[#batch + 1] = string.format('%d:%d', now, taken + i)
+    batch[#batch + 1] = string_format('%d:%d', now, taken + i)
     if #batch == 1000 or i == cost then
       redis.call('ZADD', key, unpack(batch))
       batch = {}
@@ -29,10 +29,10 @@ end
 -- Gives back up to `cost` slots taken at `at`; returns how many it found.
 local function give_slots(key, lease, cost, at)
   local taken = redis.call('ZCOUNT', key, at + lease, at + lease)
-  local given = math.min(cost, taken)
+  local given = math_min(cost, taken)
   local batch = {}
   for i = taken - given + 1, taken do
-    batch[#batch + 1] = string.format('%d:%d', at, i)
+    batch[#batch + 1] = string_format('%d:%d', at, i)
     if #batch == 1000 or i == taken then
       redis.call('ZREM', key, unpack(batch))
       batch = {}
@@ -60,11 +60,11 @@ ALGORITHMS['concurrency'] = function(key, limit, lease, cost, now, apply)
     else
       take_slots(key, lease, cost, now)
     end
-    return 1, limit - held - cost, math.max(reset, lease), 0
+    return 1, limit - held - cost, math_max(reset, lease), 0
   end
-  if cost > limit then return 0, math.max(0, limit - held), reset, -1 end
+  if cost > limit then return 0, math_max(0, limit - held), reset, -1 end
   local blocking = redis.call('ZRANGE', key, held + cost - limit - 1, held + cost - limit - 1, 'WITHSCORES')
-  return 0, math.max(0, limit - held), reset, blocking[2] - now
+  return 0, math_max(0, limit - held), reset, blocking[2] - now
 end
 
 -- A release gives back the slots taken at `at` (`decide` sends it nothing else); returns how

@@ -30,7 +30,7 @@ if late then return { clock } end
 local count = (#ARGV - 4) / ARGS_PER_POLICY
 local mode = ARGV[3]
 local leased, lease_ms
-if string.byte(mode) == 108 then
+if string_byte(mode) == 108 then
   leased, lease_ms = take_quota_lease(1, 5, count, ARGV[2] + 0, now, mode)
 else
   decide(1, 5, count, ARGV[2] + 0, now, mode)

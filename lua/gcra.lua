@@ -9,11 +9,11 @@
 
 -- The debt at step t, and the quota leases out (nil for none).
 local function gcra_debt(state, capacity, token, rate, t, step, now)
-  local tat, fraction = string.match(state, '^(%-?%d+) (%d+)$')
+  local tat, fraction = string_match(state, '^(%-?%d+) (%d+)$')
   local tail
-  if not tat then tat, fraction, tail = string.match(state, '^(%-?%d+) (%d+)(.*)$') end
+  if not tat then tat, fraction, tail = string_match(state, '^(%-?%d+) (%d+)(.*)$') end
   -- A fraction written under a higher limit (a larger rate) is at most one step here.
-  local debt = math.max(0, (tat - t) * rate + math.min(fraction + 0, rate - 1))
+  local debt = math_max(0, (tat - t) * rate + math_min(fraction + 0, rate - 1))
   if not tail then return debt, nil end
   local level, leases = quota_level(capacity - debt, quota_leases(tail), capacity, token, rate, t, step, now)
   return capacity - level, leases
@@ -22,18 +22,18 @@ end
 -- The state for `debt` at step t, with its leases; and the ms until the TAT is now and every
 -- lease's units have refilled.
 local function gcra_state(debt, leases, token, rate, t, step, now)
-  local due = ms_after(math.ceil(debt / rate), t, step, now)
+  local due = ms_after(math_ceil(debt / rate), t, step, now)
   local tail = ''
   if leases and #leases > 0 then
     tail = quota_tail(leases)
-    due = math.max(due, quota_full_ms(leases, token, rate, step, now))
+    due = math_max(due, quota_full_ms(leases, token, rate, step, now))
   end
-  return string.format('%d %d', t + math.floor(debt / rate), debt % rate) .. tail, due
+  return string_format('%d %d', t + math_floor(debt / rate), debt % rate) .. tail, due
 end
 
 ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
   local token, rate, step = scale(limit, window)
-  local t = math.floor(now / step)
+  local t = math_floor(now / step)
   local capacity = limit * token
   local debt, leases = 0, nil
   local state = read_state(key)
@@ -42,14 +42,14 @@ ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
   local admits = debt + need <= capacity
   if admits and apply then debt = debt + need end
   -- Until the TAT is now: the reply's reset, and the key's expiry.
-  local due = ms_after(math.ceil(debt / rate), t, step, now)
-  if leases then due = math.max(due, quota_full_ms(leases, token, rate, step, now)) end
+  local due = ms_after(math_ceil(debt / rate), t, step, now)
+  if leases then due = math_max(due, quota_full_ms(leases, token, rate, step, now)) end
   if not admits then
     local retry = -1
     if need <= capacity then
-      retry = ms_after(math.ceil((debt + need - capacity) / rate), t, step, now)
+      retry = ms_after(math_ceil((debt + need - capacity) / rate), t, step, now)
     end
-    return 0, math.max(0, math.floor((capacity - debt) / token)), due, retry
+    return 0, math_max(0, math_floor((capacity - debt) / token)), due, retry
   end
   if apply then
     if QUOTA then
@@ -60,7 +60,7 @@ ALGORITHMS['gcra'] = function(key, limit, window, cost, now, apply)
     written, due = gcra_state(debt, leases, token, rate, t, step, now)
     save_state(key, written, due)
   end
-  return 1, math.max(0, math.floor((capacity - debt) / token)), due, 0
+  return 1, math_max(0, math_floor((capacity - debt) / token)), due, 0
 end
 
 -- Writes the debt, or drops the state once it is paid with no lease out.
@@ -76,21 +76,21 @@ end
 -- before now, nor below the units out on leases.
 ADJUSTMENTS['gcra'] = function(key, limit, window, amount, now, at)
   local token, rate, step = scale(limit, window)
-  local t = math.floor(now / step)
+  local t = math_floor(now / step)
   local capacity = limit * token
   local debt, leases = 0, nil
   local state = read_state(key)
   if state then debt, leases = gcra_debt(state, capacity, token, rate, t, step, now) end
   local floor = 0
   if leases then floor = quota_out(leases, now + 1) * token end
-  debt = math.max(floor, debt + amount * token)
+  debt = math_max(floor, debt + amount * token)
   save_debt(key, debt, leases, token, rate, t, step, now)
 end
 
 -- Ends a quota lease: its unused units go back, as a refund of them would.
 QUOTA_RETURNS['gcra'] = function(key, limit, window, unused, now, at, ends, id)
   local token, rate, step = scale(limit, window)
-  local t = math.floor(now / step)
+  local t = math_floor(now / step)
   local capacity = limit * token
   local state = read_state(key)
   if not state then return end
@@ -99,6 +99,6 @@ QUOTA_RETURNS['gcra'] = function(key, limit, window, unused, now, at, ends, id)
   local found
   leases, found = quota_end(leases, id, now)
   if not found then return end
-  debt = math.max(quota_out(leases, now + 1) * token, debt - unused * token)
+  debt = math_max(quota_out(leases, now + 1) * token, debt - unused * token)
   save_debt(key, debt, leases, token, rate, t, step, now)
 end

@@ -6,11 +6,11 @@
 -- decides exactly as the weighted sum would, and mul_div forms no product of limit and window.
 ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, apply)
   local absolute = now + EPOCH_MS
-  local index = math.floor(absolute / window)
+  local index = math_floor(absolute / window)
   local current, previous = 0, 0
   local state = read_state(key)
   if state then
-    local stored, c, p = string.match(state, '^(%d+) (%d+) (%d+)$')
+    local stored, c, p = string_match(state, '^(%d+) (%d+) (%d+)$')
     stored = stored + 0
     -- A later window only appears if the clock stepped back: stay in it rather than forget it.
     if stored >= index then
@@ -21,7 +21,7 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   end
   -- Time into the window; negative only after a step back, when the previous window weighs fully.
   local into = absolute - index * window
-  local elapsed = math.max(0, into)
+  local elapsed = math_max(0, into)
   local weighted = previous - mul_div(previous, elapsed, window)
   -- A key that already counts in this window expires with the next one, as it will after this.
   local counted = current > 0
@@ -38,13 +38,13 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   elseif previous > 0 then
     reset = ends_in
   end
-  local remaining = math.max(0, limit - current - weighted)
+  local remaining = math_max(0, limit - current - weighted)
   if allowed == 1 then
     if apply then
-      save_state(key, string.format('%d %d %d', index, current, previous), reset, counted)
+      save_state(key, string_format('%d %d %d', index, current, previous), reset, counted)
       -- A quota lease ends with the fixed window it counts in, so that every unit spent counts
       -- in the window it was spent in.
-      if QUOTA then QUOTA[3] = math.min(QUOTA[3], now + ends_in) end
+      if QUOTA then QUOTA[3] = math_min(QUOTA[3], now + ends_in) end
     end
     return 1, remaining, reset, 0
   end
@@ -56,18 +56,18 @@ ALGORITHMS['sliding-window-counter'] = function(key, limit, window, cost, now, a
   end
   -- Admitted in the next window, where this window's count becomes the previous one.
   local slide = mul_div(limit - cost, window, current)
-  return 0, remaining, reset, ends_in + math.max(0, window - slide)
+  return 0, remaining, reset, ends_in + math_max(0, window - slide)
 end
 
 -- A penalty counts more in the current window; a refund counts less in the window it was
 -- charged in, while that is the current one or the previous one, which still weighs.
 ADJUSTMENTS['sliding-window-counter'] = function(key, limit, window, amount, now, at)
   local absolute = now + EPOCH_MS
-  local index = math.floor(absolute / window)
+  local index = math_floor(absolute / window)
   local current, previous = 0, 0
   local state = read_state(key)
   if state then
-    local stored, c, p = string.match(state, '^(%d+) (%d+) (%d+)$')
+    local stored, c, p = string_match(state, '^(%d+) (%d+) (%d+)$')
     stored = stored + 0
     if stored >= index then
       index, current, previous = stored, c + 0, p + 0
@@ -78,11 +78,11 @@ ADJUSTMENTS['sliding-window-counter'] = function(key, limit, window, amount, now
   if not at then
     current = current + amount
   else
-    local charged = math.floor((at + EPOCH_MS) / window)
+    local charged = math_floor((at + EPOCH_MS) / window)
     if charged == index then
-      current = math.max(0, current + amount)
+      current = math_max(0, current + amount)
     elseif charged == index - 1 then
-      previous = math.max(0, previous + amount)
+      previous = math_max(0, previous + amount)
     else
       return
     end
@@ -93,7 +93,7 @@ ADJUSTMENTS['sliding-window-counter'] = function(key, limit, window, amount, now
   if current == 0 and previous == 0 then
     drop_state(key)
   else
-    save_state(key, string.format('%d %d %d', index, current, previous), reset)
+    save_state(key, string_format('%d %d %d', index, current, previous), reset)
   end
 end
 

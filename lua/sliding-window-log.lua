@@ -9,7 +9,7 @@ local function add_entries(key, at, count, sequence)
   local batch = {}
   for i = 1, count do
     batch[#batch + 1] = at
-    batch[#batch + 1] = string.format('%d:%d', at, sequence + i)
+    batch[#batch + 1] = string_format('%d:%d', at, sequence + i)
     if #batch == 1000 or i == count then
       redis.call('ZADD', key, unpack(batch))
       batch = {}
@@ -25,7 +25,7 @@ local function record_log(key, window, cost, now, used)
   -- leaves entries newer than now, which then also set the expiry.
   local newest, sequence = now, 0
   if used > 0 then
-    newest = math.max(now, redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] + 0)
+    newest = math_max(now, redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] + 0)
     if newest >= now then sequence = redis.call('ZCOUNT', key, now, now) end
   end
   add_entries(key, now, cost, sequence)
@@ -60,14 +60,14 @@ ALGORITHMS['sliding-window-log'] = function(key, limit, window, cost, now, apply
     else
       reset = record_log(key, window, cost, now, used)
     end
-    return 1, math.max(0, limit - used - cost), reset, 0
+    return 1, math_max(0, limit - used - cost), reset, 0
   end
   local reset = 0
   if used > 0 then
     local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
     reset = newest[2] + window - now
   end
-  local remaining = math.max(0, limit - used)
+  local remaining = math_max(0, limit - used)
   if used + cost <= limit then return 1, remaining, reset, 0 end
   if cost > limit then return 0, remaining, reset, -1 end
   -- Admitted once the oldest (used + cost - limit) entries have left the window.
@@ -84,8 +84,8 @@ ADJUSTMENTS['sliding-window-log'] = function(key, limit, window, amount, now, at
     -- The entries at one time are numbered 1..count: removing the last ones keeps them so.
     local count = redis.call('ZCOUNT', key, at, at)
     local batch = {}
-    for i = count - math.min(-amount, count) + 1, count do
-      batch[#batch + 1] = string.format('%d:%d', at, i)
+    for i = count - math_min(-amount, count) + 1, count do
+      batch[#batch + 1] = string_format('%d:%d', at, i)
       if #batch == 1000 or i == count then
         redis.call('ZREM', key, unpack(batch))
         batch = {}
@@ -93,7 +93,7 @@ ADJUSTMENTS['sliding-window-log'] = function(key, limit, window, amount, now, at
     end
     return
   end
-  record_log(key, window, math.min(amount, limit), now, redis.call('ZCARD', key))
+  record_log(key, window, math_min(amount, limit), now, redis.call('ZCARD', key))
 end
 
 -- Ends a quota lease: its unused units, recorded at its end, are removed.

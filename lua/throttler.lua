@@ -44,7 +44,7 @@ local seq = tonumber(state[5]) or 0
 
 -- Whole seconds from now until `at`, rounded up, as ThrottlerStorageService counts them.
 local function seconds_until(at)
-  return math.ceil((at - now) / 1000)
+  return math_ceil((at - now) / 1000)
 end
 
 -- A hit stops counting when its score comes.
@@ -53,9 +53,9 @@ local count = redis.call('ZCARD', hits)
 
 local function count_hit()
   seq = seq + 1
-  redis.call('ZADD', hits, string.format('%d', now + ttl), string.format('%d:%d', now, seq))
+  redis.call('ZADD', hits, string_format('%d', now + ttl), string_format('%d:%d', now, seq))
   count = count + 1
-  keep = math.max(keep, now + ttl)
+  keep = math_max(keep, now + ttl)
 end
 
 local time_to_expire = seconds_until(ends)
@@ -94,13 +94,13 @@ else
   if not blocked then time_to_block_expire = 0 end
 end
 
-if blocked then keep = math.max(keep, block_ends) end
-keep = math.max(keep, ends)
-redis.call('HSET', record, 'ends', string.format('%d', ends), 'blocked', blocked and '1' or '0',
-  'block_ends', string.format('%d', block_ends), 'keep', string.format('%d', keep),
-  'seq', string.format('%d', seq))
+if blocked then keep = math_max(keep, block_ends) end
+keep = math_max(keep, ends)
+redis.call('HSET', record, 'ends', string_format('%d', ends), 'blocked', blocked and '1' or '0',
+  'block_ends', string_format('%d', block_ends), 'keep', string_format('%d', keep),
+  'seq', string_format('%d', seq))
 -- Both keys go when nothing in them counts any more; an expiry of 0 or less deletes at once.
-local expiry = string.format('%d', keep - now + EXPIRY_MARGIN_MS)
+local expiry = string_format('%d', keep - now + EXPIRY_MARGIN_MS)
 redis.call('PEXPIRE', record, expiry)
 redis.call('PEXPIRE', hits, expiry)
 local is_blocked = 0

@@ -10,13 +10,13 @@
 
 -- The bucket at step t: its level, and the quota leases out (nil for none).
 local function bucket_level(state, capacity, token, rate, t, step, now)
-  local stored, at = string.match(state, '^(%-?%d+) (%-?%d+)$')
+  local stored, at = string_match(state, '^(%-?%d+) (%-?%d+)$')
   local tail
-  if not stored then stored, at, tail = string.match(state, '^(%-?%d+) (%-?%d+)(.*)$') end
+  if not stored then stored, at, tail = string_match(state, '^(%-?%d+) (%-?%d+)(.*)$') end
   at = at + 0
   local updated = t
   if at > t then updated = at end
-  local level = math.min(capacity, stored + (updated - at) * rate)
+  local level = math_min(capacity, stored + (updated - at) * rate)
   if not tail then return level, updated, nil end
   local leases
   level, leases = quota_level(level, quota_leases(tail), capacity, token, rate, t, step, now)
@@ -25,23 +25,23 @@ end
 
 -- Writes the bucket, or drops it once full with no lease out.
 local function save_bucket(key, level, updated, leases, capacity, rate, token, t, step, now)
-  local full = ms_after(math.ceil((capacity - level) / rate), t, step, now)
+  local full = ms_after(math_ceil((capacity - level) / rate), t, step, now)
   local tail = ''
   if leases and #leases > 0 then
     tail = quota_tail(leases)
-    full = math.max(full, quota_full_ms(leases, token, rate, step, now))
+    full = math_max(full, quota_full_ms(leases, token, rate, step, now))
   end
   if full <= 0 then
     drop_state(key)
   else
-    save_state(key, string.format('%d %d', level, updated) .. tail, full)
+    save_state(key, string_format('%d %d', level, updated) .. tail, full)
   end
   return full
 end
 
 ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply)
   local token, rate, step = scale(limit, window)
-  local t = math.floor(now / step)
+  local t = math_floor(now / step)
   local capacity = limit * token
   local level, updated, leases = capacity, t, nil
   local state = read_state(key)
@@ -50,45 +50,45 @@ ALGORITHMS['token-bucket'] = function(key, limit, window, cost, now, apply)
   local admits = level >= need
   if admits and apply then level = level - need end
   -- Until the bucket is full again: the reply's reset, and the key's expiry.
-  local full = ms_after(math.ceil((capacity - level) / rate), t, step, now)
-  if leases then full = math.max(full, quota_full_ms(leases, token, rate, step, now)) end
+  local full = ms_after(math_ceil((capacity - level) / rate), t, step, now)
+  if leases then full = math_max(full, quota_full_ms(leases, token, rate, step, now)) end
   if not admits then
     local retry = -1
-    if need <= capacity then retry = ms_after(math.ceil((need - level) / rate), t, step, now) end
-    return 0, math.max(0, math.floor(level / token)), full, retry
+    if need <= capacity then retry = ms_after(math_ceil((need - level) / rate), t, step, now) end
+    return 0, math_max(0, math_floor(level / token)), full, retry
   end
   if apply then
     if QUOTA then
       leases = leases or {}
       leases[#leases + 1] = QUOTA
-      full = math.max(full, quota_full_ms(leases, token, rate, step, now))
+      full = math_max(full, quota_full_ms(leases, token, rate, step, now))
     end
     local tail = ''
     if leases and #leases > 0 then tail = quota_tail(leases) end
-    save_state(key, string.format('%d %d', level, updated) .. tail, full)
+    save_state(key, string_format('%d %d', level, updated) .. tail, full)
   end
-  return 1, math.floor(level / token), full, 0
+  return 1, math_floor(level / token), full, 0
 end
 
 -- A penalty takes tokens whatever is left, down into debt that refills like any level; a refund
 -- puts tokens back, up to a full bucket less the units out on leases.
 ADJUSTMENTS['token-bucket'] = function(key, limit, window, amount, now, at)
   local token, rate, step = scale(limit, window)
-  local t = math.floor(now / step)
+  local t = math_floor(now / step)
   local capacity = limit * token
   local level, updated, leases = capacity, t, nil
   local state = read_state(key)
   if state then level, updated, leases = bucket_level(state, capacity, token, rate, t, step, now) end
   local top = capacity
   if leases then top = capacity - quota_out(leases, now + 1) * token end
-  level = math.min(top, level - amount * token)
+  level = math_min(top, level - amount * token)
   save_bucket(key, level, updated, leases, capacity, rate, token, t, step, now)
 end
 
 -- Ends a quota lease: its unused units go back, up to a full bucket less the units still out.
 QUOTA_RETURNS['token-bucket'] = function(key, limit, window, unused, now, at, ends, id)
   local token, rate, step = scale(limit, window)
-  local t = math.floor(now / step)
+  local t = math_floor(now / step)
   local capacity = limit * token
   local state = read_state(key)
   if not state then return end
@@ -97,6 +97,6 @@ QUOTA_RETURNS['token-bucket'] = function(key, limit, window, unused, now, at, en
   local found
   leases, found = quota_end(leases, id, now)
   if not found then return end
-  level = math.min(capacity - quota_out(leases, now + 1) * token, level + unused * token)
+  level = math_min(capacity - quota_out(leases, now + 1) * token, level + unused * token)
   save_bucket(key, level, updated, leases, capacity, rate, token, t, step, now)
 end

@@ -12,9 +12,10 @@ local EPOCH_MS = 1704067200000
 -- see EPOCH_MS) and whether the call arrived past its expiry: its caller has then been answered
 -- without it and may send it again, so it must do nothing.
 local function begin(given, expiry)
+  use_standard()
   STATES, GIVEN_NOW, HELD, DIRTY, DIRTY_N, QUOTA = {}, tonumber(given), nil, {}, 0, nil
   local time = redis.call('TIME')
-  local clock = time[1] * 1000 + math.floor(time[2] / 1000)
+  local clock = time[1] * 1000 + math_floor(time[2] / 1000)
   -- One clock for every gateway: theirs drift, Redis's is shared.
   return clock, (GIVEN_NOW or clock) - EPOCH_MS, expiry ~= nil and clock > expiry
 end

@@ -23,11 +23,11 @@ local function decide(key, arg, count, cost, now, mode)
   local boxes = key + count
   if mode ~= '1' and mode ~= '0' then
     local kind, at, ends, id
-    if string.byte(mode) == 113 then
-      kind, at, ends, id = 'q', string.match(mode, '^q(%-?%d+):(%-?%d+):(%w+)$')
+    if string_byte(mode) == 113 then
+      kind, at, ends, id = 'q', string_match(mode, '^q(%-?%d+):(%-?%d+):(%w+)$')
       ends = tonumber(ends)
     else
-      kind, at = string.match(mode, '^([rxn])(%-?%d+)$')
+      kind, at = string_match(mode, '^([rxn])(%-?%d+)$')
     end
     at = tonumber(at)
     local amount = cost
@@ -89,12 +89,12 @@ local function decide(key, arg, count, cost, now, mode)
       -- A retry of -1 (a cost over the limit) stays: no wait admits it.
       if held > 0 then
         -- In the box: refused until it ends, and nothing consumed.
-        allowed, remaining, reset = 0, 0, math.max(reset, held)
-        if retry >= 0 then retry = math.max(retry, held) end
+        allowed, remaining, reset = 0, 0, math_max(reset, held)
+        if retry >= 0 then retry = math_max(retry, held) end
       elseif allowed == 0 and apply and box then
-        write_state(box, string.format('%d', now + box_ms), box_ms)
-        reset = math.max(reset, box_ms)
-        if retry >= 0 then retry = math.max(retry, box_ms) end
+        write_state(box, string_format('%d', now + box_ms), box_ms)
+        reset = math_max(reset, box_ms)
+        if retry >= 0 then retry = math_max(retry, box_ms) end
       end
       if allowed == 0 then outcomes[0] = 0 end
       local o = 1 + FIELDS_PER_POLICY * i
@@ -134,7 +134,7 @@ end
 -- lease that does not fit from putting the identity in a penalty box. Returns the units leased,
 -- 0 for none, and the ms until the lease ends: `ms`, or sooner where a policy ends it sooner.
 local function take_quota_lease(key, arg, count, cost, now, mode)
-  local units, ms, id = string.match(mode, '^l(%d+):(%d+):(%w+)$')
+  local units, ms, id = string_match(mode, '^l(%d+):(%d+):(%w+)$')
   units = units + 0
   decide(key, arg, count, cost + units, now, '0')
   if OUTCOMES[0] == 1 then

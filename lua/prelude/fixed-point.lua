@@ -8,7 +8,7 @@
 -- bucket (limit * token) still passes 2^53, count time in coarser steps that divide the window
 -- into at least 1000. math.fmod is exact where Lua's % rounds.
 local function gcd(a, b)
-  while b ~= 0 do a, b = b, math.fmod(a, b) end
+  while b ~= 0 do a, b = b, math_fmod(a, b) end
   return a
 end
 
@@ -16,7 +16,7 @@ local function scale(limit, window)
   if limit * window <= 9007199254740991 then return window, limit, 1 end
   for _, step in ipairs({ 1, 10, 100, 1000, 60000 }) do
     local steps = window / step
-    if steps == math.floor(steps) and steps >= 1000 then
+    if steps == math_floor(steps) and steps >= 1000 then
       local divisor = gcd(limit, steps)
       if limit / divisor * steps <= 9007199254740991 then
         return steps / divisor, limit / divisor, step
@@ -40,8 +40,8 @@ local function mul_div(a, b, c)
   while place * 256 <= b do place = place * 256 end
   local quotient, remainder = 0, 0
   while place >= 1 do
-    local step = remainder * 256 + a * math.fmod(math.floor(b / place), 256)
-    local digit = math.floor(step / c)
+    local step = remainder * 256 + a * math_fmod(math_floor(b / place), 256)
+    local digit = math_floor(step / c)
     quotient = quotient * 256 + digit
     remainder = step - digit * c
     place = place / 256

@@ -37,19 +37,19 @@ local function quota_level(level, leases, capacity, token, rate, t, step, now)
       out = out + lease[2]
       live[#live + 1] = lease
     else
-      local ended = math.ceil(lease[3] / step)
+      local ended = math_ceil(lease[3] / step)
       local left = capacity - quota_out(leases, lease[3]) * token
-      level = math.min(level, left + math.max(0, t - ended) * rate)
+      level = math_min(level, left + math_max(0, t - ended) * rate)
     end
   end
-  return math.min(level, capacity - out * token), live
+  return math_min(level, capacity - out * token), live
 end
 
 -- The state's tail for `leases`.
 local function quota_tail(leases)
   local parts = {}
   for i = 1, #leases do
-    parts[i] = string.format(' %s:%d:%d', leases[i][1], leases[i][2], leases[i][3])
+    parts[i] = string_format(' %s:%d:%d', leases[i][1], leases[i][2], leases[i][3])
   end
   return table.concat(parts)
 end
@@ -59,9 +59,9 @@ end
 local function quota_full_ms(leases, token, rate, step, now)
   local full = 0
   for i = 1, #leases do
-    local ended = math.ceil(leases[i][3] / step)
-    local refill = math.ceil(quota_out(leases, leases[i][3]) * token / rate)
-    full = math.max(full, (ended + refill) * step - now)
+    local ended = math_ceil(leases[i][3] / step)
+    local refill = math_ceil(quota_out(leases, leases[i][3]) * token / rate)
+    full = math_max(full, (ended + refill) * step - now)
   end
   return full
 end

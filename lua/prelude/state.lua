@@ -71,7 +71,7 @@ local function flush_states()
     if ms == true then
       redis.call('SET', key, STATES[key], 'KEEPTTL')
     elseif ms then
-      redis.call('SET', key, STATES[key], 'PX', string.format('%d', ms + EXPIRY_MARGIN_MS))
+      redis.call('SET', key, STATES[key], 'PX', string_format('%d', ms + EXPIRY_MARGIN_MS))
     end
   end
 end

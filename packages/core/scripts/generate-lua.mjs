@@ -51,6 +51,8 @@ for (const name of kinds) {
 // lua/prelude/, joined in this order. Lua sees a local only below its definition, so each part
 // may use only what the parts above it define; the check below holds the list to that.
 const parts = [
+  // math_max, string_format and the other standard functions the scripts call most, as locals
+  'standard',
   // ARGS_PER_POLICY, FIELDS_PER_POLICY, OUTCOMES and `answer`: how a call's policies come in and
   // their outcomes go out
   'reply',
