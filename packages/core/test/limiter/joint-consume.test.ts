@@ -2,16 +2,23 @@
 // the bucket its identity's own consume uses.
 import { describe, expect, it } from 'vitest';
 import { descriptorKey, storageIdentity } from '../../src/index.ts';
-import { limiterOn, STORES } from '../stores.ts';
+import { limiterOn, manualClock, STORES } from '../stores.ts';
 
 const PER_TENANT = { name: 'tenant', limit: 3, window: '1m', algorithm: 'fixed-window' } as const;
 const PER_ROUTE = { name: 'route', limit: 5, window: '1m', algorithm: 'fixed-window' } as const;
 /** The limiter's own policies, which every call here replaces with its own. */
 const UNUSED = { limit: 1, window: '1m' } as const;
 
+/**
+ * A limiter deciding on a clock that stands still: each test counts within one minute's fixed
+ * windows, which a real clock could roll over between two of its calls.
+ */
+const limiterOnStill = (store: (typeof STORES)[number]) =>
+  limiterOn(store, { ...UNUSED, clock: manualClock().now });
+
 describe.each(STORES)('with the %s store', (store) => {
   it('counts each policy in the bucket of its own key, shared with plain consumes', async () => {
-    const limiter = limiterOn(store, UNUSED);
+    const limiter = limiterOnStill(store);
     const joint = await limiter.consumeJointly(['acme', '/reports'], {
       policies: [PER_TENANT, PER_ROUTE],
     });
@@ -27,7 +34,7 @@ describe.each(STORES)('with the %s store', (store) => {
   });
 
   it('consumes from none when any refuses', async () => {
-    const limiter = limiterOn(store, UNUSED);
+    const limiter = limiterOnStill(store);
     const both = { policies: [PER_TENANT, PER_ROUTE] };
     for (let i = 0; i < 3; i++) {
       expect((await limiter.consumeJointly(['acme', '/a'], both)).allowed).toBe(true);
@@ -41,7 +48,7 @@ describe.each(STORES)('with the %s store', (store) => {
   });
 
   it('takes policies of one name for different keys, and peeks without consuming', async () => {
-    const limiter = limiterOn(store, UNUSED);
+    const limiter = limiterOnStill(store);
     const same = { policies: [PER_TENANT, PER_TENANT] };
     const looked = await limiter.peekJointly(['a', 'b'], same);
     expect(looked.policies.map((p) => p.remaining)).toEqual([3, 3]);
@@ -53,7 +60,7 @@ describe.each(STORES)('with the %s store', (store) => {
   });
 
   it('gives a refund back to every policy, under any of its keys', async () => {
-    const limiter = limiterOn(store, UNUSED);
+    const limiter = limiterOnStill(store);
     const both = { policies: [PER_TENANT, PER_ROUTE] };
     const decision = await limiter.consumeJointly(['acme', '/a'], both);
     expect(await limiter.refund('/a', { decision })).toBe(true);
@@ -64,7 +71,7 @@ describe.each(STORES)('with the %s store', (store) => {
   });
 
   it('rejects keys that are not one per policy, or not strings, with a TypeError', async () => {
-    const limiter = limiterOn(store, UNUSED);
+    const limiter = limiterOnStill(store);
     await expect(
       limiter.consumeJointly(['a'], { policies: [PER_TENANT, PER_ROUTE] }),
     ).rejects.toThrow(/`keys` has 1 keys for 2 policies/);
