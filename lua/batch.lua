@@ -22,12 +22,18 @@ local clock, now, late = begin(ARGV[1], tonumber(ARGV[2]))
 if late then return { clock } end
 
 -- Each plan's policy count and where its policies start in ARGV: requests name a plan rather
--- than repeat its policies, which halves a one-policy request's arguments.
+-- than repeat its policies, which halves a one-policy request's arguments. Each policy's limit,
+-- window and box become numbers here, once, rather than parsed again by every request that
+-- `decide`s them: 3% of what Redis runs for a batched token-bucket decision, counted by callgrind.
 local counts, starts = {}, {}
 local arg = 5
 for plan = 1, ARGV[4] + 0 do
-  counts[plan], starts[plan] = ARGV[arg] + 0, arg + 1
-  arg = arg + 1 + ARGS_PER_POLICY * counts[plan]
+  local count = ARGV[arg] + 0
+  counts[plan], starts[plan] = count, arg + 1
+  for a = arg + 1, arg + ARGS_PER_POLICY * count, ARGS_PER_POLICY do
+    ARGV[a + 1], ARGV[a + 2], ARGV[a + 3] = ARGV[a + 1] + 0, ARGV[a + 2] + 0, ARGV[a + 3] + 0
+  end
+  arg = arg + 1 + ARGS_PER_POLICY * count
 end
 local reply = {}
 local n = 1
