@@ -63,12 +63,30 @@ export async function awayFromMinuteEdge(): Promise<void> {
   if (left < 2_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
 }
 
-/** Starts the bin and waits for it to say both listeners are up. */
+/**
+ * Starts the bin and waits for it to say both listeners are up. A port found free can be taken
+ * by another suite's server before the bin listens on it: that start is tried again, on new
+ * ports, as the harness does for redis-server.
+ */
 export async function startRls(
   args: readonly string[],
   env: Record<string, string> = {},
 ): Promise<RlsProcess> {
-  const [grpcPort, httpPort] = [await freePort(), await freePort()];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRlsOnce(args, env, await freePort(), await freePort());
+    } catch (error) {
+      if (attempt === 3 || !String(error).includes('EADDRINUSE')) throw error;
+    }
+  }
+}
+
+async function startRlsOnce(
+  args: readonly string[],
+  env: Record<string, string>,
+  grpcPort: number,
+  httpPort: number,
+): Promise<RlsProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
     cwd: root,
     env: {
