@@ -18,7 +18,7 @@
 -- list, then the Redis clock; or { the Redis clock } alone when the call arrived after ARGV[2]
 -- and did nothing. src/stores/redis/reply.ts decodes it; keep the two in step.
 
-local clock, now, late = begin(ARGV[1], tonumber(ARGV[2]))
+local clock, now, late = begin(ARGV[1], ARGV[2])
 if late then return { clock } end
 
 -- Each plan's policy count and where its policies start in ARGV: requests name a plan rather

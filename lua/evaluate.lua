@@ -24,7 +24,7 @@
 
 -- A caller past its deadline has been answered without this call: consuming now would charge a
 -- request that was never told it counted.
-local clock, now, late = begin(ARGV[1], tonumber(ARGV[4]))
+local clock, now, late = begin(ARGV[1], ARGV[4])
 if late then return { clock } end
 
 local count = (#ARGV - 4) / ARGS_PER_POLICY

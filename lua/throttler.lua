@@ -30,7 +30,7 @@
 
 -- A caller past its deadline has been answered without this call: counting the hit now would
 -- count one the caller's failure mode already decided.
-local clock, now, late = begin(ARGV[1], tonumber(ARGV[2]))
+local clock, now, late = begin(ARGV[1], ARGV[2])
 if late then return { clock } end
 
 local record, hits = KEYS[1], KEYS[2]

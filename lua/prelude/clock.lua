@@ -8,14 +8,17 @@ local EPOCH_MS = 1704067200000
 
 -- Begins a call of an entry script, with none of the last call's state (lua/prelude/state.lua):
 -- `given` is its ARGV[1], `expiry` the Unix ms by the Redis clock after which its caller no
--- longer waits (nil for none). Returns the Redis clock in Unix ms, the call's now (scripts' ms,
--- see EPOCH_MS) and whether the call arrived past its expiry: its caller has then been answered
--- without it and may send it again, so it must do nothing.
+-- longer waits, as the argument came ('' for none): parsed once here, where tonumber() parses
+-- a string twice (see lua/prelude/reply.lua). Returns the Redis clock in Unix ms, the call's
+-- now (scripts' ms, see EPOCH_MS) and whether the call arrived past its expiry: its caller has
+-- then been answered without it and may send it again, so it must do nothing.
 local function begin(given, expiry)
   use_standard()
-  STATES, GIVEN_NOW, HELD, DIRTY, DIRTY_N, QUOTA = {}, tonumber(given), nil, {}, 0, nil
+  for key in next, STATES do STATES[key] = nil end
+  for i = 1, DIRTY_N do DIRTY[DIRTY_KEYS[i]] = nil end
+  GIVEN_NOW, HELD, DIRTY_N, QUOTA = tonumber(given), nil, 0, nil
   local time = redis.call('TIME')
   local clock = time[1] * 1000 + math_floor(time[2] / 1000)
   -- One clock for every gateway: theirs drift, Redis's is shared.
-  return clock, (GIVEN_NOW or clock) - EPOCH_MS, expiry ~= nil and clock > expiry
+  return clock, (GIVEN_NOW or clock) - EPOCH_MS, expiry ~= '' and clock > expiry + 0
 end
