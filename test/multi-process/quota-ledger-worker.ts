@@ -55,10 +55,30 @@ async function decide(): Promise<void> {
 }
 
 const pauseMs = Number(env('LEDGER_PAUSE_MS'));
-// Bursts taken in turn, each as `<size>@<ms into its turn>`.
-const bursts = env('LEDGER_BURSTS')
+
+/**
+ * One burst a turn: `size` consumes at once, `offsetMs` into the turn. `stalled`: the event loop
+ * is stalled from the burst before until then, as a long garbage collection, a handler hogging
+ * the CPU or a process the machine left unscheduled would stall it, so that no timer of the
+ * limiter's runs meanwhile.
+ */
+interface Burst {
+  readonly size: number;
+  readonly offsetMs: number;
+  readonly stalled: boolean;
+}
+
+/** Waited on to stall the thread without taking the CPU from the other processes. */
+const STALL = new Int32Array(new SharedArrayBuffer(4));
+
+// Bursts taken in turn, each as `<size>@<ms into its turn>`, with a trailing '!' for one the
+// event loop is stalled up to.
+const bursts: readonly Burst[] = env('LEDGER_BURSTS')
   .split(',')
-  .map((burst) => burst.split('@').map(Number) as [number, number]);
+  .map((burst) => {
+    const [size, offsetMs] = burst.replace(/!$/, '').split('@').map(Number) as [number, number];
+    return { size, offsetMs, stalled: burst.endsWith('!') };
+  });
 
 /**
  * A burst of consumes at once every `pauseMs`, each at its offset into a turn on the clock's
@@ -68,8 +88,10 @@ const bursts = env('LEDGER_BURSTS')
 async function run(): Promise<void> {
   while (running) {
     const turn = Math.floor(Date.now() / pauseMs) + 1;
-    const [size, offsetMs] = bursts[turn % bursts.length] as [number, number];
-    await new Promise((resolve) => setTimeout(resolve, turn * pauseMs + offsetMs - Date.now()));
+    const { size, offsetMs, stalled } = bursts[turn % bursts.length] as Burst;
+    const at = turn * pauseMs + offsetMs;
+    if (stalled) Atomics.wait(STALL, 0, 0, Math.max(0, at - Date.now()));
+    else await new Promise((resolve) => setTimeout(resolve, at - Date.now()));
     await Promise.all(Array.from({ length: size }, decide));
   }
 }

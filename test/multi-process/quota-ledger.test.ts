@@ -22,13 +22,16 @@ const WORKER = fileURLToPath(new URL('./quota-ledger-worker.ts', import.meta.url
 // of 2 first in its turn, which takes a lease sized to the demand before it, about 30; and a
 // burst of 30 just after the large one, which spends that lease locally a turn later (two of
 // them), by when the budget has refilled; or two turns later, past the lease's end (the third).
-// These are the cases where a bucket that refilled past its leased units would admit them twice,
-// and where a lease spent past its end would spend what the store counts as spent already.
+// The third's event loop stalls from its take until then, as a long garbage collection would
+// stall it, so that its timer cannot give the lease back first: the burst finds the lease still
+// held, and must not spend it. These are the cases where a bucket that refilled past its leased
+// units would admit them twice, and where a lease spent past its end would spend what the store
+// counts as spent already.
 const LOAD = [
   { bursts: '300@20', leases: false },
   { bursts: '2@0,30@40', leases: true },
   { bursts: '2@0,30@40', leases: true },
-  { bursts: '2@0,0@0,30@40', leases: true },
+  { bursts: '2@0,0@0!,30@40!', leases: true },
 ];
 const PAUSE_MS = 1_200;
 const LIMIT = 150;
@@ -128,10 +131,18 @@ async function runLedger(algorithm: Algorithm) {
     await sleep(1_000);
     await server.restart();
     await sleep(2_500);
+    const stoppedAt = Date.now();
     await Promise.all(workers.map((worker) => worker.stop()));
     const admissions = workers.flatMap((worker) => readLedger(worker.ledger));
     const policy: LedgerPolicy = { algorithm, limit: LIMIT, windowMs: WINDOW_MS };
-    return { findings: checkLedger(admissions, policy), admissions };
+    // Every admission is checked. The share used is the fleet's until it was told to stop: a
+    // stalled process bursts once more when it wakes, alone, which would stretch the run.
+    const findings = checkLedger(admissions, policy);
+    const { used } = checkLedger(
+      admissions.filter((a) => a.sent < stoppedAt),
+      policy,
+    );
+    return { findings: { ...findings, used }, admissions };
   } finally {
     await server.stop();
     rmSync(data, { recursive: true, force: true });
@@ -151,10 +162,11 @@ describe('quota leases, proved by a ledger of four processes', () => {
       expect(findings.violations).toEqual([]);
       expect(findings.admitted).toBeGreaterThan(0);
       // False 429s show as a low share. The kill strands a lease, the restart refuses for a
-      // while, and the bursts leave the budget idle between turns: 0.5 to 0.85 seen; the log's
-      // 0.39 to 0.62, since a leased unit counts there a window from the lease's end, and these
+      // while (two of the large bursts, some runs), the stalled process strands its lease until
+      // it ends, and the bursts leave the budget idle between turns: 0.37 to 0.70 seen; the log's
+      // 0.40 to 0.55, since a leased unit counts there a window from the lease's end, and these
       // leases (1.5 s) are longer than the window.
-      expect(findings.used).toBeGreaterThan(algorithm === 'sliding-window-log' ? 0.25 : 0.4);
+      expect(findings.used).toBeGreaterThan(algorithm === 'sliding-window-log' ? 0.2 : 0.3);
     }, 60_000);
   }
 
