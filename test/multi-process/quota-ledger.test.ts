@@ -13,7 +13,7 @@ import { ALGORITHMS, type Algorithm } from '../../packages/core/src/index.ts';
 import { uniquePrefix } from '../harness/clients.ts';
 import { besideCpuHog } from '../harness/cpu-hog.ts';
 import { ownServer } from '../harness/own-redis.ts';
-import { type Admission, checkLedger, type LedgerPolicy } from './quota-ledger.ts';
+import { type Admission, checkLedger, type LedgerPolicy, usedShare } from './quota-ledger.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WORKER = fileURLToPath(new URL('./quota-ledger-worker.ts', import.meta.url));
@@ -138,7 +138,7 @@ async function runLedger(algorithm: Algorithm) {
     // Every admission is checked. The share used is the fleet's until it was told to stop: a
     // stalled process bursts once more when it wakes, alone, which would stretch the run.
     const findings = checkLedger(admissions, policy);
-    const { used } = checkLedger(
+    const used = usedShare(
       admissions.filter((a) => a.sent < stoppedAt),
       policy,
     );

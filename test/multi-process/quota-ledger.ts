@@ -22,26 +22,53 @@ export interface Findings {
   readonly used: number;
 }
 
+/** The run, as the ledger saw it: from the first send to the last answer. */
+function runOf(admissions: readonly Admission[]): { startedAt: number; endedAt: number } {
+  if (admissions.length === 0) return { startedAt: 0, endedAt: 0 };
+  let startedAt = Number.POSITIVE_INFINITY;
+  let endedAt = Number.NEGATIVE_INFINITY;
+  for (const { sent, answered } of admissions) {
+    startedAt = Math.min(startedAt, sent);
+    endedAt = Math.max(endedAt, answered);
+  }
+  return { startedAt, endedAt: Math.max(startedAt, endedAt) };
+}
+
+/** The most admissions the limit allows over the run, by the algorithm's promise. */
+function mostAllowed(admissions: readonly Admission[], policy: LedgerPolicy): number {
+  const { algorithm, limit, windowMs } = policy;
+  const { startedAt, endedAt } = runOf(admissions);
+  const span = endedAt - startedAt;
+  if (algorithm === 'token-bucket' || algorithm === 'gcra') {
+    // A full bucket, and a refill of `limit` per window.
+    return limit + (limit * span) / windowMs;
+  }
+  if (algorithm === 'sliding-window-log') return limit * Math.ceil(span / windowMs + 1);
+  // Each window the run touches, aligned to the epoch.
+  return limit * (Math.floor(endedAt / windowMs) - Math.floor(startedAt / windowMs) + 1);
+}
+
+/**
+ * The admissions as a share of the most the limit allows over their run, to three decimals: a
+ * low share shows false 429s.
+ */
+export function usedShare(admissions: readonly Admission[], policy: LedgerPolicy): number {
+  if (admissions.length === 0) return 0;
+  return Math.round((admissions.length / mostAllowed(admissions, policy)) * 1000) / 1000;
+}
+
 /**
  * An admission happened at some instant between its send and its answer (Date.now() reads whole
  * ms, so before answered + 1): only admissions certain to fall inside a window count in it, and
  * an interval is taken as long as it may be. A violation found so is certain.
  */
-export function checkLedger(
-  admissions: readonly Admission[],
-  { algorithm, limit, windowMs }: LedgerPolicy,
-): Findings {
+export function checkLedger(admissions: readonly Admission[], policy: LedgerPolicy): Findings {
+  const { algorithm, limit, windowMs } = policy;
   const violations: string[] = [];
   const bySent = [...admissions].sort((a, b) => a.sent - b.sent);
-  // The run, as the ledger saw it: from the first send to the last answer.
-  const startedAt = bySent[0]?.sent ?? 0;
-  const endedAt = Math.max(startedAt, ...admissions.map((a) => a.answered));
-  const span = endedAt - startedAt;
-  let most: number;
   if (algorithm === 'token-bucket' || algorithm === 'gcra') {
     // A full bucket, and a refill of `limit` per window: at most limit + limit * d / window in
     // any interval of d ms.
-    most = limit + (limit * span) / windowMs;
     for (let i = 0; i < bySent.length; i++) {
       const from = (bySent[i] as Admission).sent;
       const after = bySent
@@ -63,7 +90,6 @@ export function checkLedger(
       if (violations.length > 10) break;
     }
   } else if (algorithm === 'sliding-window-log') {
-    most = limit * Math.ceil(span / windowMs + 1);
     for (let i = 0; i < bySent.length; i++) {
       const from = (bySent[i] as Admission).sent;
       let inside = 0;
@@ -78,7 +104,6 @@ export function checkLedger(
     // Fixed windows, aligned to the epoch: each holds at most the limit. The sliding window
     // counter also never lets the previous window's count, weighted by how much of it the
     // sliding window still overlaps, and the current one's, pass the limit.
-    most = limit * (Math.floor(endedAt / windowMs) - Math.floor(startedAt / windowMs) + 1);
     const windowOf = ({ sent, answered }: Admission) => {
       const window = Math.floor(sent / windowMs);
       return Math.floor(answered / windowMs) === window ? window : undefined;
@@ -109,9 +134,5 @@ export function checkLedger(
       }
     }
   }
-  return {
-    admitted: admissions.length,
-    violations,
-    used: Math.round((admissions.length / most) * 1000) / 1000,
-  };
+  return { admitted: admissions.length, violations, used: usedShare(admissions, policy) };
 }
