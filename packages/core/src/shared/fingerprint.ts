@@ -1,5 +1,6 @@
 // The identity as store keys carry it: readable, or a truncated SHA-256 digest.
 import { createHash } from 'node:crypto';
+import { charCodeAt } from './char-code.ts';
 
 /** 132 bits of SHA-256 in base64url: 22 characters, collision-free at any realistic scale. */
 export function fingerprint(value: string): string {
@@ -48,9 +49,9 @@ export class FingerprintCache {
  */
 function isPlain(key: string): boolean {
   const length = key.length;
-  if (length === 0 || length > 200 || key.charCodeAt(0) === 0x7e) return false;
+  if (length === 0 || length > 200 || charCodeAt.call(key, 0) === 0x7e) return false;
   for (let i = 0; i < length; i++) {
-    const code = key.charCodeAt(i);
+    const code = charCodeAt.call(key, i);
     if (code < 0x21 || code > 0x7e || code === 0x7b || code === 0x7d) return false;
   }
   return true;

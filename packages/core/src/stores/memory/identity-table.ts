@@ -2,6 +2,7 @@
 // this file's concern; what a key's state means is the algorithms' (see memory-store.ts).
 import { randomInt } from 'node:crypto';
 import type { KeyState } from '../../algorithms/index.ts';
+import { charCodeAt } from '../../shared/char-code.ts';
 
 /**
  * One key: its namespace (the key with its identity cut out, see KeyLayout) and its state, in
@@ -220,7 +221,7 @@ export class IdentityTable {
   #hash(identity: string): number {
     let h = this.#seed;
     for (let i = 0; i < identity.length; i++) {
-      h = Math.imul(h ^ identity.charCodeAt(i), 0x5bd1e995);
+      h = Math.imul(h ^ charCodeAt.call(identity, i), 0x5bd1e995);
       h ^= h >>> 15;
     }
     // MurmurHash3's finalizer: the low bits, which pick the place, depend on every bit.
