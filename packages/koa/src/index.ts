@@ -78,7 +78,9 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   /** Answers the request by its verdict: passed on, or refused. */
   function answer(ctx: Context, next: Next, verdict: Verdict): Promise<void> {
     ctx.state.rateLimit = verdict.decision;
-    ctx.set(verdict.headers);
+    // One set per header: `ctx.set(record)` walks Object.keys with a closure on every response.
+    const { headers } = verdict;
+    for (const name in headers) ctx.set(name, headers[name] as string);
     // Not wrapped: whatever downstream throws is Koa's to handle, exactly as thrown.
     if (verdict.action === 'next') {
       http.countByOutcome(verdict, ctx, undefined, ctx.res);

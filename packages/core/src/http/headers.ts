@@ -78,15 +78,16 @@ function holdsSlots(decision: Decision): boolean {
 /** draft-ietf-httpapi-ratelimit-headers-11: every policy, and the most restrictive one's state. */
 export function draft11Headers(decision: Decision): Record<string, string> {
   const { policies } = decision;
+  const first = policies[0] as PolicyDecision;
+  const only = policies.length === 1 ? policyItem(first) : undefined;
   const headers: Record<string, string> = {
-    'RateLimit-Policy':
-      policies.length === 1
-        ? policyItem(policies[0] as PolicyDecision).item
-        : policies.map((p) => policyItem(p).item).join(', '),
+    'RateLimit-Policy': only?.item ?? policies.map((p) => policyItem(p).item).join(', '),
   };
   if (knowsState(decision)) {
-    // The chosen policy is one of the decision's: its item was just made or found.
-    const name = policyItems.get(decision.policy)?.name ?? sfString(decision.policy);
+    // The chosen policy is one of the decision's: its item was just made or found (a single
+    // policy's without a second lookup).
+    const chosen = only !== undefined && first.policy === decision.policy ? only : undefined;
+    const name = (chosen ?? policyItems.get(decision.policy))?.name ?? sfString(decision.policy);
     // No `t` for a concurrency policy: a slot comes back when a request finishes, at no time
     // the server knows (`t` is optional in the draft).
     headers.RateLimit = holdsSlots(decision)

@@ -206,7 +206,10 @@ export class QuotaLeases {
     this.#storeClock = storeClock;
     // Long enough for the return to reach Redis before the lease ends there; a tenth of a short lease.
     this.#returnLeadMs = Math.min(RETURN_LEAD_MS, settings.durationMs / 10);
-    this.#now = storeClock ?? (() => performance.now());
+    // Read once: Node's global `performance` is a getter, which optimized code would call on
+    // every spend.
+    const monotonic = performance;
+    this.#now = storeClock ?? (() => monotonic.now());
     const now = this.#now;
     this.#send = send;
     this.#periodEnds = now() + settings.durationMs;
