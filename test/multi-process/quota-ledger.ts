@@ -18,8 +18,6 @@ export interface Findings {
   readonly admitted: number;
   /** Each window or interval that holds more than the limit allows. */
   readonly violations: string[];
-  /** The admissions as a share of the most the limit allows over the run. */
-  readonly used: number;
 }
 
 /** The run, as the ledger saw it: from the first send to the last answer. */
@@ -134,5 +132,5 @@ export function checkLedger(admissions: readonly Admission[], policy: LedgerPoli
       }
     }
   }
-  return { admitted: admissions.length, violations, used: usedShare(admissions, policy) };
+  return { admitted: admissions.length, violations };
 }
